@@ -1,0 +1,354 @@
+"""The instructor's pipeline: release, check, autograde, feedback, grades, bundle.
+
+Run through the Makefile (``make release``, ``make autograde``, ...) or directly::
+
+    python autograder/pipeline.py release [--chapter 00_welcome]
+    python autograder/pipeline.py check            # course/ up to date, solutions/ clean, metadata valid
+    python autograder/pipeline.py autograde [--student ID] [--chapter CH]
+    python autograder/pipeline.py feedback
+    python autograder/pipeline.py grades           # autograder/grades.csv
+    python autograder/pipeline.py bundle           # dist/dlcourse-student.zip
+
+Submissions live in ``autograder/submitted/<student>/<chapter>/<chapter>.ipynb``. Each submission is
+graded in its own nbgrader process under a wall-clock limit, so one that hangs or crashes is reported and
+the others are still graded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SOLUTIONS = ROOT / "solutions"
+COURSE = ROOT / "course"
+SUBMITTED = HERE / "submitted"
+AUTOGRADED = HERE / "autograded"
+FEEDBACK = HERE / "feedback"
+GRADES_CSV = HERE / "grades.csv"
+KERNEL_NAME = "dlcourse"
+
+# What students receive: no solutions/, no autograder/, no tests/.
+BUNDLE_ITEMS = ["README.md", "Makefile", "requirements.txt", "environment.yml", "pyproject.toml", "LICENSE",
+                "dlcourse", "course", "data"]
+
+
+class PipelineError(RuntimeError):
+    """A pipeline step failed; the message says which and why."""
+
+
+def chapters(chapter: str | None = None) -> list[str]:
+    """Chapter folders under solutions/ (all of them, or the one named, which must exist)."""
+    found = sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if chapter is None:
+        return found
+    if chapter not in found:
+        raise PipelineError(f"no chapter {chapter!r} under solutions/; chapters: {', '.join(found)}")
+    return [chapter]
+
+
+def _env(gradebook: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    # nbgrader calls alembic as a subprocess: the venv's bin must be on PATH.
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("HF_DATASETS_OFFLINE", "1")
+    if gradebook is not None:
+        env["DLCOURSE_GRADEBOOK"] = f"sqlite:///{gradebook}"
+    return env
+
+
+def nbgrader(*args: str, gradebook: Path | None = None, timeout: float | None = None,
+             check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``nbgrader ARGS`` from autograder/ (where its config lives)."""
+    cmd = [str(Path(sys.executable).parent / "nbgrader"), *args]
+    try:
+        result = subprocess.run(cmd, cwd=HERE, env=_env(gradebook), capture_output=True, text=True,
+                                timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        raise PipelineError(f"`nbgrader {' '.join(args)}` took longer than {timeout:.0f} s") from err
+    if check and result.returncode != 0:
+        raise PipelineError(f"`nbgrader {' '.join(args)}` failed (exit {result.returncode}):\n"
+                            f"{(result.stdout + result.stderr)[-3000:]}")
+    return result
+
+
+# ----------------------------------------------------------------------------------------------- release
+
+
+def release(chapter: str | None = None, out: Path | None = None, gradebook: Path | None = None) -> list[Path]:
+    """Generate the student release of each chapter into ``out`` (default course/). Returns the notebooks."""
+    written = []
+    for ch in chapters(chapter):
+        args = ["generate_assignment", ch, "--force"]
+        if out is not None:
+            args.append(f"--CourseDirectory.release_directory={out}")
+        nbgrader(*args, gradebook=gradebook)
+        written += sorted(((out or COURSE) / ch).glob("*.ipynb"))
+    return written
+
+
+def _release_to_temp(tmp: Path, chapter: str | None = None) -> Path:
+    out = tmp / "release"
+    release(chapter, out=out, gradebook=tmp / "gradebook.db")
+    return out
+
+
+def _same_notebook(a: Path, b: Path) -> bool:
+    return json.loads(a.read_text()) == json.loads(b.read_text())
+
+
+def release_differences(chapter: str | None = None) -> list[str]:
+    """How the committed course/ differs from a fresh release (empty when it is up to date)."""
+    diffs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = _release_to_temp(Path(tmp), chapter)
+        for ch in chapters(chapter):
+            new_files = {p.relative_to(fresh / ch) for p in (fresh / ch).rglob("*") if p.is_file()}
+            old_dir = COURSE / ch
+            old_files = {p.relative_to(old_dir) for p in old_dir.rglob("*") if p.is_file()} if old_dir.exists() else set()
+            for rel in sorted(new_files - old_files):
+                diffs.append(f"course/{ch}/{rel} is missing")
+            for rel in sorted(old_files - new_files):
+                diffs.append(f"course/{ch}/{rel} is not produced by the release")
+            for rel in sorted(new_files & old_files):
+                a, b = fresh / ch / rel, old_dir / rel
+                same = _same_notebook(a, b) if rel.suffix == ".ipynb" else a.read_bytes() == b.read_bytes()
+                if not same:
+                    diffs.append(f"course/{ch}/{rel} differs from a fresh release")
+        stray = {p.name for p in COURSE.iterdir() if p.is_dir()} - set(chapters()) if COURSE.exists() else set()
+        diffs += [f"course/{name} has no source under solutions/" for name in sorted(stray)]
+    return diffs
+
+
+# ---------------------------------------------------------------------------------------------- checks
+
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+
+
+def notebook_problems(path: Path) -> list[str]:
+    """Problems with one source notebook: outputs, kernel, nbgrader metadata, markers."""
+    nb = nbformat.read(path, as_version=4)
+    where = path.relative_to(ROOT)
+    found = []
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError as err:
+        found.append(f"{where}: invalid notebook: {err.message}")
+    if nb.metadata.get("kernelspec", {}).get("name") != KERNEL_NAME:
+        found.append(f"{where}: kernelspec must be {KERNEL_NAME!r}")
+    ids: dict[str, int] = {}
+    graded = 0
+    for i, cell in enumerate(nb.cells):
+        src = cell.source
+        if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None):
+            found.append(f"{where}: cell {i} has outputs or an execution count (solutions/ must be clean)")
+        meta = cell.metadata.get("nbgrader")
+        has_solution = all(m in src for m in SOLUTION_MARKERS)
+        has_hidden = all(m in src for m in HIDDEN_MARKERS)
+        if meta is None:
+            if has_solution or has_hidden:
+                found.append(f"{where}: cell {i} has solution or hidden-test markers but no nbgrader metadata")
+            continue
+        gid = meta.get("grade_id")
+        if not gid:
+            found.append(f"{where}: cell {i} has nbgrader metadata without a grade_id")
+        elif gid in ids:
+            found.append(f"{where}: grade_id {gid!r} is used by cells {ids[gid]} and {i}")
+        else:
+            ids[gid] = i
+        if meta.get("grade"):
+            graded += 1
+            points = meta.get("points")
+            if not isinstance(points, int | float) or points <= 0:
+                found.append(f"{where}: graded cell {gid!r} needs positive points, has {points!r}")
+            if not meta.get("locked") and not meta.get("solution"):
+                found.append(f"{where}: test cell {gid!r} must be locked")
+        if meta.get("solution") and cell.cell_type == "code" and not has_solution:
+            found.append(f"{where}: answer cell {gid!r} lacks ### BEGIN/END SOLUTION markers")
+        if gid and gid.endswith("_hidden") and not has_hidden:
+            found.append(f"{where}: hidden test cell {gid!r} lacks ### BEGIN/END HIDDEN TESTS markers")
+        if has_hidden and not meta.get("grade"):
+            found.append(f"{where}: cell {gid!r} has hidden tests but is not graded")
+    if graded == 0:
+        found.append(f"{where}: no graded cell")
+    return found
+
+
+def source_problems() -> list[str]:
+    """Problems across every source notebook under solutions/."""
+    found = []
+    for ch in chapters():
+        notebooks = sorted((SOLUTIONS / ch).glob("*.ipynb"))
+        if not notebooks:
+            found.append(f"solutions/{ch} has no notebook")
+        for path in notebooks:
+            found += notebook_problems(path)
+    return found
+
+
+def release_leaks(root: Path) -> list[str]:
+    """Solution code or hidden tests that reached a release folder (course/ or a bundle)."""
+    found = []
+    for path in sorted(root.rglob("*.ipynb")):
+        text = path.read_text()
+        for marker in SOLUTION_MARKERS + HIDDEN_MARKERS:
+            if marker in text:
+                found.append(f"{path}: contains {marker!r}")
+    return found
+
+
+# ------------------------------------------------------------------------------------------- grading
+
+
+@dataclass
+class GradingResult:
+    student: str
+    chapter: str
+    ok: bool
+    seconds: float
+    message: str = ""
+
+
+def sync_gradebook() -> None:
+    """Record every chapter's source cells in the gradebook (autograde restores locked cells from it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        release(out=Path(tmp))
+
+
+def submissions(student: str | None = None, chapter: str | None = None) -> list[tuple[str, str]]:
+    """(student, chapter) pairs found under autograder/submitted/."""
+    if not SUBMITTED.exists():
+        return []
+    pairs = []
+    for sdir in sorted(p for p in SUBMITTED.iterdir() if p.is_dir()):
+        if student and sdir.name != student:
+            continue
+        for cdir in sorted(p for p in sdir.iterdir() if p.is_dir()):
+            if chapter and cdir.name != chapter:
+                continue
+            pairs.append((sdir.name, cdir.name))
+    return pairs
+
+
+def autograde(student: str | None = None, chapter: str | None = None,
+              timeout_per_submission: float = 1800) -> list[GradingResult]:
+    """Autograde every submission (or the chosen ones), each in its own nbgrader process."""
+    known = set(chapters())
+    sync_gradebook()
+    results = []
+    for sid, ch in submissions(student, chapter):
+        start = time.perf_counter()
+        if ch not in known:
+            results.append(GradingResult(sid, ch, False, 0.0, f"unknown chapter {ch!r}"))
+            continue
+        try:
+            proc = nbgrader("autograde", ch, "--student", sid, "--force", timeout=timeout_per_submission,
+                            check=False)
+            ok = proc.returncode == 0 and (AUTOGRADED / sid / ch).exists()
+            msg = "" if ok else (proc.stdout + proc.stderr)[-1500:]
+        except PipelineError as err:
+            ok, msg = False, str(err)
+        results.append(GradingResult(sid, ch, ok, time.perf_counter() - start, msg))
+    return results
+
+
+def feedback() -> None:
+    """HTML feedback for every autograded submission, hidden tests removed."""
+    for ch in chapters():
+        if any((AUTOGRADED / sid / ch).exists() for sid, _ in submissions(chapter=ch)):
+            nbgrader("generate_feedback", ch, "--force")
+
+
+def grades(out: Path = GRADES_CSV) -> Path:
+    """Export the gradebook to CSV (one row per student and chapter)."""
+    nbgrader("export", f"--CsvExportPlugin.to={out}")
+    return out
+
+
+def bundle(out: Path | None = None) -> Path:
+    """The student bundle: course/, the package, data, set-up files and README. No solutions, no tests."""
+    out = out or ROOT / "dist" / "dlcourse-student.zip"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for item in BUNDLE_ITEMS:
+            path = ROOT / item
+            if not path.exists():
+                continue
+            files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+            for f in files:
+                if "__pycache__" in f.parts or f.suffix == ".pyc" or ".ipynb_checkpoints" in f.parts:
+                    continue
+                zf.write(f, Path("dlcourse-student") / f.relative_to(ROOT))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pipeline.py", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("release", help="generate course/ from solutions/")
+    p.add_argument("--chapter")
+    sub.add_parser("check", help="course/ up to date, solutions/ clean, nbgrader metadata valid")
+    p = sub.add_parser("autograde", help="grade every submission under autograder/submitted/")
+    p.add_argument("--student")
+    p.add_argument("--chapter")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds per submission")
+    sub.add_parser("feedback", help="HTML feedback under autograder/feedback/")
+    sub.add_parser("grades", help="export grades to autograder/grades.csv")
+    sub.add_parser("bundle", help="dist/dlcourse-student.zip")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "release":
+            for path in release(args.chapter):
+                print(f"released {path.relative_to(ROOT)}")
+        elif args.command == "check":
+            problems = source_problems() + release_differences() + release_leaks(COURSE)
+            for line in problems:
+                print(line)
+            if problems:
+                print("fix the above (`make release` regenerates course/)")
+                return 1
+            print(f"notebooks ok: {len(chapters())} chapter(s), course/ matches solutions/")
+        elif args.command == "autograde":
+            results = autograde(args.student, args.chapter, args.timeout)
+            if not results:
+                print(f"no submissions under {SUBMITTED.relative_to(ROOT)}/<student>/<chapter>/")
+            for r in results:
+                status = "graded" if r.ok else "FAILED"
+                print(f"{status:7} {r.student:20} {r.chapter:28} {r.seconds:6.1f} s")
+                if r.message:
+                    print("        " + r.message.strip().replace("\n", "\n        "))
+            failed = [r for r in results if not r.ok]
+            print(f"{len(results) - len(failed)} graded, {len(failed)} failed")
+            return 1 if failed else 0
+        elif args.command == "feedback":
+            feedback()
+            print(f"feedback written under {FEEDBACK.relative_to(ROOT)}/")
+        elif args.command == "grades":
+            print(f"grades written to {grades().relative_to(ROOT)}")
+        elif args.command == "bundle":
+            print(f"student bundle: {bundle().relative_to(ROOT)}")
+    except PipelineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,12 @@
+"""Helper package of the course *Deep Learning from Scratch: attention, Transformers and generative models*.
+
+Modules, one concept each:
+
+* :mod:`dlcourse.runtime` — device, seeds, the FAST switch, environment report;
+* :mod:`dlcourse.checks` — what test cells call: comparisons that say what is wrong, guards, oracles;
+* :mod:`dlcourse.training` — a small training loop with progress bar and live loss plot;
+* :mod:`dlcourse.widgets` — interactive views whose logic is plain, tested functions;
+* :mod:`dlcourse.data` — offline datasets; :mod:`dlcourse.assets` — verified pretrained model files.
+"""
+
+__version__ = "0.1.0"

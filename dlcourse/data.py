@@ -1,0 +1,63 @@
+"""Datasets the chapters use, all offline.
+
+* Files bundled in ``data/`` are listed in ``data/manifest.json`` (source, licence, sha256);
+  :func:`bundled` returns a verified path to one.
+* Images come from scikit-learn's bundled ``load_digits`` (8×8 greyscale digits, 1,797 images).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from dlcourse.assets import REPO_ROOT, sha256_of
+
+DATA_DIR = REPO_ROOT / "data"
+MANIFEST = DATA_DIR / "manifest.json"
+
+
+def manifest() -> dict[str, dict[str, str]]:
+    """The bundled files: name → {"path", "sha256", "source", "licence"}."""
+    if not MANIFEST.exists():
+        return {}
+    return json.loads(MANIFEST.read_text())
+
+
+def bundled(name: str) -> Path:
+    """Verified path of the bundled file ``name`` (raises when it is missing or its sha256 differs)."""
+    entries = manifest()
+    if name not in entries:
+        raise KeyError(f"no bundled file named {name!r}; data/manifest.json lists: {', '.join(entries) or 'nothing'}")
+    entry = entries[name]
+    path = DATA_DIR / entry["path"]
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is listed in data/manifest.json but missing")
+    if sha256_of(path) != entry["sha256"]:
+        raise ValueError(f"{path} does not match the sha256 in data/manifest.json")
+    return path
+
+
+@dataclass(frozen=True)
+class Split:
+    """Tensors of a train/test split: ``x`` float32 (N, D) scaled to [0, 1], ``y`` int64 (N,)."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+
+
+def digits(test_fraction: float = 0.25, seed: int = 0) -> Split:
+    """scikit-learn's 8×8 digits as flat 64-pixel vectors in [0, 1], split with a seeded permutation."""
+    from sklearn.datasets import load_digits
+
+    raw = load_digits()
+    x = torch.tensor(raw.data, dtype=torch.float32) / 16.0  # (1797, 64); pixel values are 0..16
+    y = torch.tensor(raw.target, dtype=torch.int64)  # (1797,)
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
+    n_test = int(round(test_fraction * len(y)))
+    test, train = order[:n_test], order[n_test:]
+    return Split(x[train], y[train], x[test], y[test])

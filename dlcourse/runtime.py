@@ -1,0 +1,128 @@
+"""Where code runs and how long it may take: device choice, seeds, and the FAST switch.
+
+FAST mode shrinks every training budget so that a whole notebook runs in seconds. It is on when
+
+* ``DLCOURSE_FAST`` is set to a true value (``1``, ``true``, ``yes``, ``on``) — the test suite sets it;
+* nbgrader is executing the notebook (it sets ``NBGRADER_EXECUTION`` while autograding or validating).
+
+``DLCOURSE_FAST=0`` forces full mode even under nbgrader.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import sys
+import warnings
+from typing import TypeVar
+
+import numpy as np
+import torch
+
+T = TypeVar("T")
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def is_fast() -> bool:
+    """Return True when notebooks should use their small (FAST) budgets."""
+    flag = os.environ.get("DLCOURSE_FAST", "").strip().lower()
+    if flag in _TRUE:
+        return True
+    if flag in _FALSE:
+        return False
+    return bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+def budget(full: T, fast: T) -> T:
+    """Pick a budget (steps, epochs, sample count...): ``fast`` in FAST mode, ``full`` otherwise."""
+    return fast if is_fast() else full
+
+
+def get_device(prefer: str | None = None) -> torch.device:
+    """The best available device: CUDA, then Apple MPS, then CPU.
+
+    ``prefer`` (or the ``DLCOURSE_DEVICE`` environment variable) forces one, e.g. ``"cpu"`` to reproduce
+    a CPU result on a GPU machine. Asking for a device that is not present raises ``RuntimeError``.
+    """
+    choice = prefer or os.environ.get("DLCOURSE_DEVICE")
+    if choice:
+        device = torch.device(choice)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("CUDA was requested but torch.cuda.is_available() is False")
+        if device.type == "mps" and not _mps_available():
+            raise RuntimeError("MPS was requested but this machine has no usable MPS backend")
+        return device
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if _mps_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def _mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())
+
+
+def seed_everything(seed: int = 0) -> torch.Generator:
+    """Seed Python, NumPy and PyTorch (every device) and return a CPU generator seeded the same way."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    return torch.Generator().manual_seed(seed)
+
+
+def _warning_to_stdout(message, category, filename, lineno, file=None, line=None) -> None:
+    # nbgrader scores a test cell 0 when anything reaches stderr, so warnings are printed to stdout,
+    # where students still see them.
+    print(f"[{category.__name__}] {message}", file=sys.stdout)
+
+
+def setup_notebook(seed: int = 0, device: str | None = None, quiet: bool = False) -> torch.device:
+    """What every chapter's locked set-up cell calls: seeds, device, warnings to stdout, offline hub.
+
+    Returns the device the chapter should use.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    warnings.showwarning = _warning_to_stdout
+    seed_everything(seed)
+    dev = get_device(device)
+    if not quiet:
+        mode = "FAST" if is_fast() else "full"
+        print(f"device: {dev} | mode: {mode} | seed: {seed} | torch {torch.__version__}")
+    return dev
+
+
+def environment_report() -> dict[str, str]:
+    """Versions, device and threads, as a flat dict of strings (the welcome chapter shows it as a table)."""
+    import importlib.metadata as md
+
+    def version(dist: str) -> str:
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            return "not installed"
+
+    report = {
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "torch": torch.__version__,
+        "device": str(get_device()),
+        "cpu threads (torch)": str(torch.get_num_threads()),
+        "cpu cores (os)": str(os.cpu_count()),
+        "FAST mode": str(is_fast()),
+        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "unset"),
+    }
+    for dist in ("numpy", "transformers", "datasets", "tokenizers", "ipywidgets", "nbgrader", "jupyterlab"):
+        report[dist] = version(dist)
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        report["gpu"] = f"{props.name}, {props.total_memory / 2**30:.1f} GiB, CUDA {torch.version.cuda}"
+    else:
+        report["gpu"] = "none"
+    return report

@@ -1,0 +1,135 @@
+"""A small training loop with a tqdm.auto progress bar and a live loss plot.
+
+It is deliberately plain — the chapters teach what goes inside a step — and it returns the history so
+that a notebook can check the target it states.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+from tqdm.auto import tqdm
+
+
+@dataclass
+class History:
+    """What happened during training: one loss per step, and (step, metric) pairs from evaluations."""
+
+    loss: list[float] = field(default_factory=list)
+    evals: list[tuple[int, float]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def last_eval(self) -> float:
+        return self.evals[-1][1] if self.evals else math.nan
+
+
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (where figures can be displayed and updated)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+class LiveLossPlot:
+    """A matplotlib figure of the training loss (and an evaluation metric) that redraws in place."""
+
+    def __init__(self, title: str = "training", metric_name: str = "eval") -> None:
+        self.title, self.metric_name = title, metric_name
+        self._handle = None
+
+    def figure(self, history: History):
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 3))
+        ax.plot(history.loss, lw=1, label="training loss")
+        ax.set_xlabel("step")
+        ax.set_ylabel("loss")
+        ax.set_title(self.title)
+        if history.evals:
+            ax2 = ax.twinx()
+            steps, values = zip(*history.evals, strict=True)
+            ax2.plot(steps, values, "o-", color="tab:orange", label=self.metric_name)
+            ax2.set_ylabel(self.metric_name)
+        fig.tight_layout()
+        plt.close(fig)
+        return fig
+
+    def update(self, history: History) -> None:
+        if not in_notebook():
+            return
+        from IPython.display import display
+
+        fig = self.figure(history)
+        if self._handle is None:
+            self._handle = display(fig, display_id=True)
+        else:
+            self._handle.update(fig)
+
+
+def train(
+    model: torch.nn.Module,
+    step_loss: Callable[[torch.nn.Module, object], torch.Tensor],
+    batches: Iterator,
+    optimizer: torch.optim.Optimizer,
+    steps: int,
+    *,
+    evaluate: Callable[[torch.nn.Module], float] | None = None,
+    eval_every: int = 100,
+    plot_every: int = 50,
+    title: str = "training",
+    metric_name: str = "eval",
+    live_plot: bool = True,
+) -> History:
+    """Run ``steps`` optimisation steps.
+
+    ``step_loss(model, batch)`` returns a scalar loss for one batch drawn from ``batches`` (an iterator
+    that is cycled through as long as needed). ``evaluate(model)`` returns a metric; it runs every
+    ``eval_every`` steps and at the end, in ``eval`` mode and without gradients.
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    history = History()
+    plot = LiveLossPlot(title, metric_name) if live_plot else None
+    start = time.perf_counter()
+    bar = tqdm(range(1, steps + 1), desc=title, file=sys.stdout, leave=False)
+    for step in bar:
+        model.train()
+        loss = step_loss(model, next(batches))
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"loss became {loss.item()} at step {step}; lower the learning rate?")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        history.loss.append(loss.item())
+        if evaluate is not None and (step % eval_every == 0 or step == steps):
+            model.eval()
+            with torch.no_grad():
+                history.evals.append((step, float(evaluate(model))))
+            bar.set_postfix({metric_name: f"{history.last_eval:.4g}"})
+        if plot is not None and (step % plot_every == 0 or step == steps):
+            plot.update(history)
+    bar.close()
+    history.seconds = time.perf_counter() - start
+    return history
+
+
+def minibatches(*tensors: torch.Tensor, batch_size: int, seed: int = 0) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Endless shuffled minibatches over tensors that share their first dimension."""
+    n = len(tensors[0])
+    if any(len(t) != n for t in tensors):
+        raise ValueError("all tensors must have the same length")
+    gen = torch.Generator().manual_seed(seed)
+    while True:
+        order = torch.randperm(n, generator=gen)
+        for start in range(0, n, batch_size):
+            idx = order[start:start + batch_size]
+            yield tuple(t[idx] for t in tensors)

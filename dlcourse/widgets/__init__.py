@@ -1,0 +1,13 @@
+"""Widgets: each is a function returning an ipywidgets object; its logic is a plain, tested function."""
+
+from dlcourse.widgets.base import InteractiveView, interactive_view
+from dlcourse.widgets.softmax import TemperatureState, draw_temperature, softmax_temperature, temperature_state
+
+__all__ = [
+    "InteractiveView",
+    "interactive_view",
+    "TemperatureState",
+    "temperature_state",
+    "draw_temperature",
+    "softmax_temperature",
+]

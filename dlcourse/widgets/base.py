@@ -1,0 +1,53 @@
+"""The widget pattern: state is computed by plain functions, a thin ipywidgets view draws it.
+
+:func:`interactive_view` wires controls to a ``render(**values)`` function that draws into an
+``Output`` widget whenever a control changes. Everything a widget decides (what to show for given control
+values) lives in ``render``'s helpers, which are ordinary functions tested without a browser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+
+
+class InteractiveView(W.VBox):
+    """Controls above an output area; ``render`` is called with the controls' values on every change."""
+
+    def __init__(self, controls: dict[str, W.ValueWidget], render: Callable[..., Any], title: str = "") -> None:
+        self.controls = controls
+        self._render = render
+        self.output = W.Output()
+        self.last_values: dict[str, Any] = {}
+        self.last_result: Any = None
+        self.renders = 0
+        header = [W.HTML(f"<b>{title}</b>")] if title else []
+        super().__init__(header + [W.HBox(list(controls.values())), self.output])
+        for control in controls.values():
+            control.observe(lambda _change: self.refresh(), names="value")
+        self.refresh()
+
+    def values(self) -> dict[str, Any]:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def refresh(self) -> None:
+        """Redraw for the current control values (the figure goes into ``self.output``)."""
+        import matplotlib.pyplot as plt
+
+        self.last_values = self.values()
+        self.output.clear_output(wait=True)
+        with self.output:
+            self.last_result = self._render(**self.last_values)
+            if isinstance(self.last_result, plt.Figure):
+                from IPython.display import display
+
+                display(self.last_result)
+                plt.close(self.last_result)
+        self.renders += 1
+
+
+def interactive_view(controls: dict[str, W.ValueWidget], render: Callable[..., Any], title: str = "") -> InteractiveView:
+    """Build an :class:`InteractiveView` (see the module docstring)."""
+    return InteractiveView(controls, render, title)
