@@ -11,7 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from course_preprocessors import StderrToStdout  # noqa: E402
+from course_preprocessors import StderrToStdout, SubmissionGuard  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties,
@@ -30,10 +30,13 @@ c.CourseDirectory.course_id = "dlcourse"
 c.CourseDirectory.root = str(HERE.parent)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "course"
-c.CourseDirectory.submitted_directory = "autograder/submitted"
-c.CourseDirectory.autograded_directory = "autograder/autograded"
-c.CourseDirectory.feedback_directory = "autograder/feedback"
-c.CourseDirectory.db_url = os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{HERE / 'gradebook.db'}")
+# DLCOURSE_GRADING_DIR moves submitted/, autograded/, feedback/ and the gradebook elsewhere (the test
+# suite grades in a temporary folder); DLCOURSE_GRADEBOOK overrides the gradebook alone.
+GRADING = Path(os.environ.get("DLCOURSE_GRADING_DIR", str(HERE))).resolve()
+c.CourseDirectory.submitted_directory = str(GRADING / "submitted")
+c.CourseDirectory.autograded_directory = str(GRADING / "autograded")
+c.CourseDirectory.feedback_directory = str(GRADING / "feedback")
+c.CourseDirectory.db_url = os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.egg-info", ".DS_Store"]
 
 # What students see in an answer cell.
@@ -44,7 +47,9 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # grades are read, because nbgrader scores any test cell with stderr output 0.
 c.Execute.timeout = int(os.environ.get("DLCOURSE_CELL_TIMEOUT", "300"))
 c.Execute.interrupt_on_timeout = True
+# Cells that rewire torch or the checks are not run (SubmissionGuard).
 c.Autograde.autograde_preprocessors = [
+    SubmissionGuard,
     Execute,
     StderrToStdout,
     IgnorePattern,

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,10 +33,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SOLUTIONS = ROOT / "solutions"
 COURSE = ROOT / "course"
-SUBMITTED = HERE / "submitted"
-AUTOGRADED = HERE / "autograded"
-FEEDBACK = HERE / "feedback"
-GRADES_CSV = HERE / "grades.csv"
+# Same rule as nbgrader_config.py: DLCOURSE_GRADING_DIR relocates the grading folders.
+GRADING = Path(os.environ.get("DLCOURSE_GRADING_DIR", str(HERE))).resolve()
+SUBMITTED = GRADING / "submitted"
+AUTOGRADED = GRADING / "autograded"
+FEEDBACK = GRADING / "feedback"
+GRADES_CSV = GRADING / "grades.csv"
 KERNEL_NAME = "dlcourse"
 
 # What students receive: no solutions/, no autograder/, no tests/.
@@ -118,7 +119,8 @@ def release_differences(chapter: str | None = None) -> list[str]:
         for ch in chapters(chapter):
             new_files = {p.relative_to(fresh / ch) for p in (fresh / ch).rglob("*") if p.is_file()}
             old_dir = COURSE / ch
-            old_files = {p.relative_to(old_dir) for p in old_dir.rglob("*") if p.is_file()} if old_dir.exists() else set()
+            old_files = ({p.relative_to(old_dir) for p in old_dir.rglob("*") if p.is_file()}
+                         if old_dir.exists() else set())
             for rel in sorted(new_files - old_files):
                 diffs.append(f"course/{ch}/{rel} is missing")
             for rel in sorted(old_files - new_files):
@@ -328,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "autograde":
             results = autograde(args.student, args.chapter, args.timeout)
             if not results:
-                print(f"no submissions under {SUBMITTED.relative_to(ROOT)}/<student>/<chapter>/")
+                print(f"no submissions under {SUBMITTED}/<student>/<chapter>/")
             for r in results:
                 status = "graded" if r.ok else "FAILED"
                 print(f"{status:7} {r.student:20} {r.chapter:28} {r.seconds:6.1f} s")
@@ -339,9 +341,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if failed else 0
         elif args.command == "feedback":
             feedback()
-            print(f"feedback written under {FEEDBACK.relative_to(ROOT)}/")
+            print(f"feedback written under {FEEDBACK}/")
         elif args.command == "grades":
-            print(f"grades written to {grades().relative_to(ROOT)}")
+            print(f"grades written to {grades()}")
         elif args.command == "bundle":
             print(f"student bundle: {bundle().relative_to(ROOT)}")
     except PipelineError as err:

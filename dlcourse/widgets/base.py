@@ -48,6 +48,8 @@ class InteractiveView(W.VBox):
         self.renders += 1
 
 
-def interactive_view(controls: dict[str, W.ValueWidget], render: Callable[..., Any], title: str = "") -> InteractiveView:
+def interactive_view(
+    controls: dict[str, W.ValueWidget], render: Callable[..., Any], title: str = ""
+) -> InteractiveView:
     """Build an :class:`InteractiveView` (see the module docstring)."""
     return InteractiveView(controls, render, title)

@@ -1,0 +1,74 @@
+# Deep Learning from Scratch — the commands students, instructors and lecturers use.
+# Run `make help` for the list.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+export PATH := $(abspath $(BIN)):$(PATH)
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+STAMP  := $(VENV)/.installed
+CH     ?=
+PIPELINE := $(PY) autograder/pipeline.py
+
+.PHONY: help setup lab test test-fast check lint release autograde feedback grades bundle bench clean-grading
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader extension, pretrained models
+	@$(PY) -m dlcourse.assets fetch
+	@echo "setup complete: run 'make test' to check everything, 'make lab' to start"
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else "Python >= 3.11 is needed, this is " + sys.version.split()[0] + ": set PYTHON=python3.11 (or newer)")'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV) (is the venv module installed? Debian: apt-get install python3-venv)"; exit 1; }
+	@echo "installing pinned packages into $(VENV) (a few minutes the first time)"
+	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt 2>&1 | grep -v "^WARNING: Location" ; \
+	  $(PY) -c 'import torch, transformers, nbgrader, ipywidgets' || { echo "package installation failed: see the pip messages above"; exit 1; }
+	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e . 2>&1 | grep -v "^WARNING: Location" ; \
+	  $(PY) -c 'import dlcourse' || { echo "installing the dlcourse package failed"; exit 1; }
+	@$(PY) -m ipykernel install --sys-prefix --name dlcourse --display-name "Python 3 (dlcourse)" \
+	  --env HF_HUB_OFFLINE 1 --env HF_DATASETS_OFFLINE 1 >/dev/null
+	@$(BIN)/jupyter labextension enable nbgrader >/dev/null 2>&1 || true
+	@$(BIN)/jupyter labextension disable "@jupyterlab/apputils-extension:announcements" >/dev/null 2>&1 || true
+	@touch $(STAMP)
+
+lab: setup ## JupyterLab on course/ with the course kernel
+	$(BIN)/jupyter lab --notebook-dir=course
+
+test: setup ## the whole test suite (what CI runs)
+	$(PY) -m pytest -n 2 --dist loadgroup
+
+test-fast: setup ## the suite without notebook kernels and the nbgrader pipeline
+	$(PY) -m pytest -m "not notebook and not pipeline"
+
+check: ## fast consistency checks: course/ regenerated, solutions/ clean, nbgrader metadata, lint
+	@test -x $(PY) || { echo "run 'make setup' first"; exit 1; }
+	@$(BIN)/ruff check --quiet dlcourse autograder tests bench solutions
+	@$(PIPELINE) check
+
+lint: ## ruff, with fixes applied
+	$(BIN)/ruff check --fix dlcourse autograder tests bench solutions
+
+release: setup ## generate course/ from solutions/ (all chapters, or CH=01_seq2seq_attention)
+	$(PIPELINE) release $(if $(CH),--chapter $(CH))
+
+autograde: setup ## grade every submission under autograder/submitted/<student>/<chapter>/
+	$(PIPELINE) autograde $(if $(CH),--chapter $(CH))
+
+feedback: setup ## HTML feedback (hidden tests removed) under autograder/feedback/
+	$(PIPELINE) feedback
+
+grades: setup ## export grades to autograder/grades.csv
+	$(PIPELINE) grades
+
+bundle: setup ## dist/dlcourse-student.zip: what students get (no solutions, no hidden tests)
+	$(PIPELINE) bundle
+
+bench: setup ## benchmarks; results go to bench/results/
+	$(PY) bench/run.py
+
+clean-grading: ## remove submitted/, autograded/, feedback/ and the gradebook
+	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/gradebook.db autograder/grades.csv

@@ -1,0 +1,85 @@
+"""Every solution notebook runs top to bottom in FAST mode, and every exercise's hidden tests fail each
+planted wrong answer (tests/mutants/<chapter>.py) while passing the reference answer.
+
+One kernel per chapter runs the notebook once; each wrong answer is then defined in that kernel, the
+exercise's hidden test cell is run against it, and the reference answer is restored.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from conftest import CHAPTERS, ROOT
+from kernel import grade_id
+
+pytestmark = pytest.mark.notebook
+
+CHECK_ERRORS = {"CheckFailure", "ForbiddenCall"}
+
+
+def load_mutants(chapter: str) -> dict[str, list[tuple[str, str]]]:
+    path = ROOT / "tests" / "mutants" / f"{chapter}.py"
+    spec = importlib.util.spec_from_file_location(f"mutants_{chapter}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.MUTANTS
+
+
+def exercises(chapter_session, chapter: str) -> dict[str, dict[str, str]]:
+    """exercise name → {"answer": source, "hidden": source, "visible": source} from the solution notebook."""
+    found: dict[str, dict[str, str]] = {}
+    for cell in chapter_session(chapter).cells:
+        gid = grade_id(cell) or ""
+        for role in ("answer", "hidden", "visible"):
+            if gid.endswith("_" + role):
+                found.setdefault(gid.removesuffix("_" + role), {})[role] = cell.source
+    return found
+
+
+def mutant_cases():
+    for chapter in CHAPTERS:
+        for exercise, wrongs in load_mutants(chapter).items():
+            for what, _ in wrongs:
+                yield pytest.param(chapter, exercise, what, id=f"{chapter}-{exercise}-{what}",
+                                   marks=pytest.mark.xdist_group(chapter))
+
+
+@pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(c)) for c in CHAPTERS])
+def test_solution_runs_top_to_bottom_without_errors_or_stderr(chapter_session, chapter):
+    session = chapter_session(chapter)
+    for cell, run in zip(session.cells, session.runs, strict=True):
+        where = grade_id(cell) or cell.source.splitlines()[0]
+        assert run.ok, f"{chapter}: cell {where!r} raised {run.error}"
+        assert not run.stderr.strip(), f"{chapter}: cell {where!r} wrote to stderr:\n{run.stderr}"
+
+
+@pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(c)) for c in CHAPTERS])
+def test_every_exercise_has_hidden_tests_and_planted_wrong_answers(chapter_session, chapter):
+    found = exercises(chapter_session, chapter)
+    mutants = load_mutants(chapter)
+    assert found, f"{chapter} has no exercise"
+    for name, parts in found.items():
+        assert {"answer", "hidden", "visible"} <= parts.keys(), f"{chapter}/{name}: missing {parts.keys()}"
+        assert len(mutants.get(name, [])) >= 2, f"{chapter}/{name}: plant at least two wrong answers"
+    assert set(mutants) <= set(found), f"mutants for unknown exercises: {set(mutants) - set(found)}"
+
+
+@pytest.mark.parametrize(("chapter", "exercise", "what"), list(mutant_cases()))
+def test_hidden_tests_fail_a_planted_wrong_answer(chapter_session, chapter, exercise, what):
+    session = chapter_session(chapter)
+    parts = exercises(chapter_session, chapter)[exercise]
+    wrong = dict(load_mutants(chapter)[exercise])[what]
+    kernel = session.kernel
+    try:
+        defined = kernel.run(wrong)
+        assert defined.ok, f"the planted answer itself does not run: {defined.error}"
+        graded = kernel.run(parts["hidden"])
+        assert not graded.ok, f"{chapter}/{exercise}: hidden tests PASSED a wrong answer ({what})"
+        assert graded.error[0] in CHECK_ERRORS, (
+            f"{chapter}/{exercise}: hidden tests failed with {graded.error[0]}, not a check failure: "
+            f"{graded.error[1]}")
+    finally:
+        restored = kernel.run(parts["answer"])
+        again = kernel.run(parts["hidden"])
+    assert restored.ok and again.ok, f"the reference answer no longer passes after restoring: {again.error}"

@@ -1,0 +1,134 @@
+"""Unit tests of runtime, data, training, widgets and assets."""
+
+import math
+
+import pytest
+import torch
+
+from dlcourse import assets, data, runtime, training, widgets
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({}, False),
+    ({"DLCOURSE_FAST": "1"}, True),
+    ({"NBGRADER_EXECUTION": "autograde"}, True),
+    ({"NBGRADER_EXECUTION": "autograde", "DLCOURSE_FAST": "0"}, False),
+    ({"DLCOURSE_FAST": "yes"}, True),
+])
+def test_fast_switch(monkeypatch, env, expected):
+    monkeypatch.delenv("DLCOURSE_FAST", raising=False)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert runtime.is_fast() is expected
+    assert runtime.budget(100, 3) == (3 if expected else 100)
+
+
+def test_device_choice(monkeypatch):
+    monkeypatch.delenv("DLCOURSE_DEVICE", raising=False)
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    if not torch.cuda.is_available() and runtime._mps_available():
+        expected = "mps"
+    assert runtime.get_device().type == expected
+    assert runtime.get_device("cpu").type == "cpu"
+    monkeypatch.setenv("DLCOURSE_DEVICE", "cpu")
+    assert runtime.get_device().type == "cpu"
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA was requested"):
+            runtime.get_device("cuda")
+
+
+def test_seed_everything_reproduces():
+    runtime.seed_everything(3)
+    a = torch.randn(4)
+    gen = runtime.seed_everything(3)
+    assert torch.equal(a, torch.randn(4))
+    assert torch.equal(torch.randn(2, generator=gen), torch.randn(2, generator=torch.Generator().manual_seed(3)))
+
+
+def test_environment_report_has_the_essentials():
+    report = runtime.environment_report()
+    for key in ("python", "torch", "device", "cpu threads (torch)", "FAST mode", "gpu", "nbgrader"):
+        assert key in report and isinstance(report[key], str)
+
+
+def test_digits_split_is_disjoint_seeded_and_scaled():
+    s = data.digits(test_fraction=0.25, seed=0)
+    assert s.x_train.shape[1] == 64 and s.x_train.dtype == torch.float32 and s.y_train.dtype == torch.int64
+    assert len(s.x_train) + len(s.x_test) == 1797 and len(s.x_test) == 449
+    assert 0.0 <= float(s.x_train.min()) and float(s.x_train.max()) <= 1.0
+    again = data.digits(test_fraction=0.25, seed=0)
+    assert torch.equal(s.y_test, again.y_test)
+    assert not torch.equal(s.y_test, data.digits(test_fraction=0.25, seed=1).y_test)
+
+
+def test_bundled_files_match_the_manifest():
+    for name in data.manifest():
+        assert data.bundled(name).exists()
+    with pytest.raises(KeyError, match="no bundled file"):
+        data.bundled("no-such-file")
+
+
+def test_training_loop_learns_and_records_history():
+    torch.manual_seed(0)
+    x = torch.randn(256, 2)
+    y = (x[:, 0] > x[:, 1]).long()
+    model = torch.nn.Linear(2, 2)
+    hist = training.train(model, lambda m, b: torch.nn.functional.cross_entropy(m(b[0]), b[1]),
+                          training.minibatches(x, y, batch_size=32), torch.optim.SGD(model.parameters(), lr=0.5),
+                          steps=200, evaluate=lambda m: (m(x).argmax(-1) == y).float().mean().item(),
+                          eval_every=50, live_plot=False)
+    assert len(hist.loss) == 200 and [s for s, _ in hist.evals] == [50, 100, 150, 200]
+    assert hist.last_eval > 0.95 and hist.loss[-1] < hist.loss[0]
+    fig = training.LiveLossPlot().figure(hist)
+    assert len(fig.axes) == 2
+
+
+def test_training_stops_on_a_non_finite_loss():
+    model = torch.nn.Linear(1, 1)
+    with pytest.raises(FloatingPointError, match="lower the learning rate"):
+        training.train(model, lambda m, b: m(b[0]).sum() * math.inf, training.minibatches(torch.ones(4, 1),
+                       batch_size=2), torch.optim.SGD(model.parameters(), lr=0.1), steps=3, live_plot=False)
+
+
+def test_temperature_state_limits():
+    logits = [2.0, 1.0, 0.0]
+    sharp = widgets.temperature_state(logits, 0.01)
+    flat = widgets.temperature_state(logits, 1000.0)
+    assert sharp.top == 0 and sharp.entropy_bits < 1e-3
+    assert abs(flat.entropy_bits - math.log2(3)) < 1e-3
+    mid = widgets.temperature_state(logits, 1.0)
+    assert torch.allclose(mid.probs, torch.softmax(torch.tensor(logits, dtype=torch.float64), -1))
+    custom = widgets.temperature_state(logits, 1.0, softmax_fn=lambda z: torch.ones(3) / 3)
+    assert abs(custom.entropy_bits - math.log2(3)) < 1e-6  # float32 thirds
+    with pytest.raises(ValueError, match="temperature must be positive"):
+        widgets.temperature_state(logits, 0.0)
+
+
+def test_temperature_widget_redraws_on_slider_change():
+    view = widgets.softmax_temperature([1.0, 0.0], ["a", "b"])
+    assert view.renders == 1 and view.last_values == {"temperature": 1.0}
+    view.controls["temperature"].value = 0.1
+    assert view.renders == 2 and view.last_values == {"temperature": 0.1}
+    with pytest.raises(ValueError, match="2 labels for 3 logits"):
+        widgets.softmax_temperature([1.0, 0.0, 2.0], ["a", "b"])
+
+
+def test_asset_problems_and_model_dir(tmp_path):
+    asset = assets.ASSETS["all-minilm-l6-v2"]
+    assert any("missing" in p for p in assets.problems(asset, tmp_path))
+    with pytest.raises(assets.AssetError, match="make setup"):
+        assets.model_dir("all-minilm-l6-v2", tmp_path)
+    with pytest.raises(KeyError):
+        assets.model_dir("nope")
+    (tmp_path / asset.name).mkdir()
+    for inner in asset.files:
+        (tmp_path / asset.name / inner.split("/")[-1]).write_bytes(b"wrong")
+    assert all("does not match" in p for p in assets.problems(asset, tmp_path))
+
+
+def test_fetched_models_are_verified():
+    """`make setup` fetched both models; their files match the pinned sha256."""
+    for name, asset in assets.ASSETS.items():
+        assert assets.problems(asset) == [], name
+        assert assets.model_dir(name).is_dir()
