@@ -81,11 +81,85 @@ def _warning_to_stdout(message, category, filename, lineno, file=None, line=None
     print(f"[{category.__name__}] {message}", file=sys.stdout)
 
 
+class GradingTimeout(BaseException):
+    """Raised in a graded kernel when a cell runs past the grader's time limit.
+
+    It derives from BaseException, not KeyboardInterrupt, so ``except KeyboardInterrupt`` and
+    ``except Exception`` in an answer cannot swallow it and hang the grading of the whole notebook.
+    """
+
+
+def cell_time_limit() -> float:
+    """Seconds a cell may run under the grader (``DLCOURSE_CELL_TIMEOUT``, read by the nbgrader config too)."""
+    return float(os.environ.get("DLCOURSE_CELL_TIMEOUT", "300"))
+
+
+class _CellWatchdog:
+    """Stops a cell that runs longer than ``limit`` seconds by raising GradingTimeout in the main thread.
+
+    nbgrader would interrupt such a cell with SIGINT; an answer that swallows KeyboardInterrupt then
+    keeps the kernel busy, and nbgrader gives up on the whole notebook. The watchdog acts first, at 90 %
+    of the grader's limit, and repeats once a second until the cell ends.
+    """
+
+    def __init__(self, limit: float) -> None:
+        import threading
+
+        self.limit = limit
+        self.started: float | None = None
+        self.main_id = threading.main_thread().ident
+        self.lock = threading.Lock()
+        threading.Thread(target=self._watch, name="dlcourse-cell-watchdog", daemon=True).start()
+
+    def pre_run_cell(self, *_args) -> None:
+        import time
+
+        with self.lock:
+            self.started = time.monotonic()
+
+    def post_run_cell(self, *_args) -> None:
+        with self.lock:
+            self.started = None
+
+    def _watch(self) -> None:
+        import ctypes
+        import time
+
+        while True:
+            time.sleep(0.5)
+            with self.lock:
+                overdue = self.started is not None and time.monotonic() - self.started > self.limit
+            if overdue:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.main_id),
+                                                           ctypes.py_object(GradingTimeout))
+                time.sleep(0.5)
+
+
+_watchdog: _CellWatchdog | None = None
+
+
+def _install_grading_watchdog() -> None:
+    global _watchdog
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or _watchdog is not None:
+        return
+    _watchdog = _CellWatchdog(0.9 * cell_time_limit())
+    shell.events.register("pre_run_cell", _watchdog.pre_run_cell)
+    shell.events.register("post_run_cell", _watchdog.post_run_cell)
+
+
 def setup_notebook(seed: int = 0, device: str | None = None, quiet: bool = False) -> torch.device:
     """What every chapter's locked set-up cell calls: seeds, device, warnings to stdout, offline hub.
 
+    Under nbgrader, a cell that runs past the time limit is stopped with :class:`GradingTimeout`.
     Returns the device the chapter should use.
     """
+    if os.environ.get("NBGRADER_EXECUTION"):
+        _install_grading_watchdog()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("pipeline")]
 import pipeline  # noqa: E402  (autograder/ is on sys.path, see conftest)
 
 CHAPTER = "00_welcome"
+STUDENTS = ("full_marks", "blank", "all_wrong", "noisy", "edited_tests", "tamperer", "swallows_interrupt")
 
 
 def _mutants(chapter):
@@ -67,8 +68,8 @@ def _save(root: Path, student: str, chapter: str, nb_or_text) -> None:
         nbformat.write(nb_or_text, target)
 
 
-def _run(root: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, DLCOURSE_GRADING_DIR=str(root))
+def _run(root: Path, *args: str, timeout: float = 900, **env_extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, DLCOURSE_GRADING_DIR=str(root), **env_extra)
     return subprocess.run([sys.executable, str(ROOT / "autograder" / "pipeline.py"), *args], env=env,
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
@@ -101,13 +102,17 @@ def graded(tmp_path_factory):
             "checks.compare_with_oracle = lambda *a, **k: None\nchecks.compare_gradients = lambda *a, **k: None"))
 
     _save(root, "tamperer", CHAPTER, submission(CHAPTER, first_wrong, edit=fake_pass))
+    # an answer cell that never ends and swallows the grader's interrupt
+    hang = dict(good, softmax_answer=good["softmax_answer"] + (
+        "\nimport time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass"))
+    _save(root, "swallows_interrupt", CHAPTER, submission(CHAPTER, hang))
     _save(root, "corrupt_file", CHAPTER, "{ this is not a notebook")
-    result = _run(root, "autograde")
+    result = _run(root, "autograde", DLCOURSE_CELL_TIMEOUT="20")
     scores = {}
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        for student in ("full_marks", "blank", "all_wrong", "noisy", "edited_tests", "tamperer"):
+        for student in STUDENTS:
             try:
                 nb = gb.find_submission_notebook(CHAPTER, CHAPTER, student)
             except Exception:  # not graded
@@ -121,8 +126,15 @@ def test_autograde_reports_every_submission_and_survives_a_corrupt_one(graded):
     out = result.stdout + result.stderr
     assert result.returncode == 1, out  # one failed submission
     assert "FAILED  corrupt_file" in out, out
-    assert "6 graded, 1 failed" in out, out
-    assert set(scores) == {"full_marks", "blank", "all_wrong", "noisy", "edited_tests", "tamperer"}
+    assert "7 graded, 1 failed" in out, out
+    assert set(scores) == set(STUDENTS)
+
+
+def test_a_cell_that_swallows_the_interrupt_is_stopped_and_the_rest_is_graded(graded):
+    _, _, scores = graded
+    got = scores["swallows_interrupt"]
+    assert got["ce_hidden"][0] == got["ce_hidden"][1] > 0, got
+    assert got["sgd_hidden"][0] == got["sgd_hidden"][1] > 0, got
 
 
 def test_solution_gets_full_marks(graded):
