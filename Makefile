@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 CH     ?=
 PIPELINE := $(PY) autograder/pipeline.py
 
-.PHONY: help setup lab test test-fast check lint release autograde feedback grades bundle bench clean-grading
+.PHONY: help setup lab test test-fast check lint release autograde feedback grades bundle bench checkpoints clean-grading
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -69,6 +69,17 @@ bundle: setup ## dist/dlcourse-student.zip: what students get (no solutions, no 
 
 bench: setup ## benchmarks; results go to bench/results/
 	$(PY) bench/run.py
+
+# Chapters whose notebooks train a checkpoint shipped in data/ (saved only when the demo reaches its target).
+CHECKPOINT_CHAPTERS := 02_transformer_blocks
+
+checkpoints: setup ## retrain the checkpoints in data/ in full mode and record the metrics they reached
+	@for ch in $(if $(CH),$(CH),$(CHECKPOINT_CHAPTERS)); do \
+	  echo "training the checkpoint of $$ch (full mode)"; \
+	  DLCOURSE_FAST=0 DLCOURSE_SAVE_CHECKPOINTS=1 $(BIN)/jupyter nbconvert --to notebook --execute --stdout \
+	    --ExecutePreprocessor.timeout=1200 solutions/$$ch/$$ch.ipynb > /dev/null || exit 1; \
+	done
+	@$(PY) -c 'import json; [print(k, v.get("metrics")) for k, v in json.load(open("data/manifest.json")).items()]'
 
 clean-grading: ## remove submitted/, autograded/, feedback/ and the gradebook
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/gradebook.db autograder/grades.csv

@@ -39,9 +39,12 @@ __all__ = [
     "assert_close",
     "assert_equal",
     "assert_true",
+    "expect_error",
     "forbid",
     "compare_with_oracle",
     "compare_gradients",
+    "load_weights",
+    "compare_modules",
     "assert_untampered",
 ]
 
@@ -132,6 +135,21 @@ def assert_true(condition: bool, message: str) -> None:
     """Fail with ``message`` when ``condition`` is false (for properties that are not comparisons)."""
     if not condition:
         raise CheckFailure(message)
+
+
+def expect_error(fn: Callable, *args: Any, error: type[BaseException] = ValueError, name: str | None = None,
+                 **kwargs: Any) -> None:
+    """``fn(*args, **kwargs)`` raises ``error`` (bad input must be refused with a clear error)."""
+    label = name or f"{getattr(fn, '__name__', 'your function')}(...)"
+    try:
+        fn(*args, **kwargs)
+    except error:
+        return
+    except NotImplementedError as err:
+        raise CheckFailure(f"{label}: not implemented yet") from err
+    except Exception as err:
+        raise CheckFailure(f"{label} raised {type(err).__name__}: {err}; expected {error.__name__}") from err
+    raise CheckFailure(f"{label} should raise {error.__name__} but returned normally")
 
 
 def assert_shape(actual: Any, expected: Sequence[int], name: str = "output") -> None:
@@ -384,6 +402,104 @@ def compare_gradients(
 
     for i, g_s, g_o in zip(positions, grads(student, True), grads(oracle, False), strict=True):
         assert_close(g_s, g_o, tol=tol, name=f"{label}: d/d(argument #{i})")
+
+
+def load_weights(student: torch.nn.Module, source: torch.nn.Module | dict[str, torch.Tensor],
+                 rename: dict[str, str] | None = None, name: str = "your module") -> None:
+    """Copy ``source``'s parameters and buffers into ``student``, whose names must match exactly.
+
+    ``rename`` maps a prefix of the source's names to the student's (``{"linear1.": "ff.linear1."}``).
+    The failure message lists missing, unexpected and wrongly shaped entries.
+    """
+    state = source.state_dict() if isinstance(source, torch.nn.Module) else dict(source)
+    for old, new in (rename or {}).items():
+        state = {(new + k[len(old):] if k.startswith(old) else k): v for k, v in state.items()}
+    own = student.state_dict()
+    missing = sorted(set(state) - set(own))
+    unexpected = sorted(set(own) - set(state))
+    wrong = [f"{k}: yours {tuple(own[k].shape)}, expected {tuple(v.shape)}" for k, v in state.items()
+             if k in own and own[k].shape != v.shape]
+    if missing or unexpected or wrong:
+        lines = [f"{name}: its parameters do not match the reference's (keep the names set up in __init__)"]
+        if missing:
+            lines.append("  missing: " + ", ".join(missing))
+        if unexpected:
+            lines.append("  not in the reference: " + ", ".join(unexpected))
+        lines += ["  shape " + w for w in wrong]
+        raise CheckFailure("\n".join(lines))
+    student.load_state_dict(state)
+
+
+def compare_modules(
+    student: torch.nn.Module,
+    oracle: torch.nn.Module,
+    *inputs: Any,
+    rename: dict[str, str] | None = None,
+    tol: Tolerance | None = None,
+    grad_tol: Tolerance | None = None,
+    name: str | None = None,
+    forbidden: Iterable[str] = (),
+    output: Callable[[Any], Any] = lambda out: out,
+    seed: int = 0,
+    **kwargs: Any,
+) -> None:
+    """Give ``student`` the oracle's weights, run both on the same inputs, compare outputs and gradients.
+
+    ``output`` selects what to compare from each module's result (e.g. ``lambda r: r[0]``). Gradients of
+    ``<output, R>`` for a fixed random ``R`` are compared for every floating-point input tensor and every
+    parameter. The student's forward pass runs under :func:`forbid` with ``forbidden``.
+    """
+    label = name or type(student).__name__
+    load_weights(student, oracle, rename, name=label)
+    grad_tol = grad_tol or tol
+
+    def run(module: torch.nn.Module, is_student: bool):
+        xs = [(_T_detach(x).clone().requires_grad_(x.is_floating_point()) if isinstance(x, _TensorType) else x)
+              for x in inputs]
+        module.zero_grad(set_to_none=True)
+        out = (_call_student(module, xs, _clone(kwargs), forbidden, label) if is_student
+               else module(*xs, **_clone(kwargs)))
+        picked = output(out)
+        outs = [o for o in (picked if isinstance(picked, tuple | list) else (picked,))
+                if isinstance(o, _TensorType) and o.is_floating_point()]
+        gen = torch.Generator().manual_seed(seed)
+        total = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)).nan_to_num().sum()
+                    for o in outs)
+        if is_student and (not isinstance(total, _TensorType) or not total.requires_grad):
+            raise CheckFailure(f"{label}: the output is not connected to the inputs in the autograd graph")
+        total.backward()
+        input_grads = [x.grad for x in xs if isinstance(x, _TensorType) and x.is_floating_point()]
+        param_grads = {k: p.grad for k, p in module.named_parameters()}
+        return picked, input_grads, param_grads
+
+    got, got_in, got_params = run(student, True)
+    want, want_in, want_params = run(oracle, False)
+    assert_close(_detach_all(got), _detach_all(want), tol=tol, name=f"{label} output")
+    for i, (g, w) in enumerate(zip(got_in, want_in, strict=True)):
+        assert_close(_zero_if_none(g, w), _zero_if_none(w, w), tol=grad_tol, name=f"{label}: gradient of input #{i}")
+    for (k, g), (_, w) in zip(sorted(got_params.items()), sorted(_renamed(want_params, rename).items()),
+                              strict=True):
+        assert_close(_zero_if_none(g, w), _zero_if_none(w, w), tol=grad_tol, name=f"{label}: gradient of {k}")
+
+
+def _renamed(params: dict[str, Any], rename: dict[str, str] | None) -> dict[str, Any]:
+    for old, new in (rename or {}).items():
+        params = {(new + k[len(old):] if k.startswith(old) else k): v for k, v in params.items()}
+    return params
+
+
+def _zero_if_none(g: torch.Tensor | None, like: torch.Tensor | None) -> torch.Tensor | None:
+    if g is None and like is not None:
+        return torch.zeros_like(like)
+    return g
+
+
+def _detach_all(x: Any) -> Any:
+    if isinstance(x, _TensorType):
+        return _T_detach(x)
+    if isinstance(x, tuple | list):
+        return type(x)(_detach_all(v) for v in x)
+    return x
 
 
 # --------------------------------------------------------------------------------------------------

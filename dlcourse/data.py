@@ -61,3 +61,33 @@ def digits(test_fraction: float = 0.25, seed: int = 0) -> Split:
     n_test = int(round(test_fraction * len(y)))
     test, train = order[:n_test], order[n_test:]
     return Split(x[train], y[train], x[test], y[test])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Course-trained checkpoints: safetensors in data/, listed in the manifest with the metric they reached.
+
+
+def save_checkpoint(name: str, module: torch.nn.Module, metrics: dict[str, float], source: str) -> Path:
+    """Write ``module``'s weights to ``data/<name>.safetensors`` and record them in the manifest.
+
+    ``source`` says how to reproduce the file (a make target); ``metrics`` what it reached.
+    """
+    from safetensors.torch import save_file
+
+    path = DATA_DIR / f"{name}.safetensors"
+    state = {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
+    save_file(state, str(path), metadata={k: str(v) for k, v in metrics.items()})
+    entries = manifest()
+    entries[name] = {"path": path.name, "sha256": sha256_of(path), "source": source,
+                     "licence": "MIT (trained by the course)", "metrics": metrics}
+    MANIFEST.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def load_checkpoint(name: str, module: torch.nn.Module) -> dict[str, float]:
+    """Load a verified bundled checkpoint into ``module`` (names must match); returns its recorded metrics."""
+    from safetensors.torch import load_file
+
+    state = load_file(str(bundled(name)))
+    module.load_state_dict(state)
+    return dict(manifest()[name].get("metrics", {}))

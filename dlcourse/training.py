@@ -82,6 +82,7 @@ def train(
     optimizer: torch.optim.Optimizer,
     steps: int,
     *,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     evaluate: Callable[[torch.nn.Module], float] | None = None,
     eval_every: int = 100,
     plot_every: int = 50,
@@ -89,7 +90,7 @@ def train(
     metric_name: str = "eval",
     live_plot: bool = True,
 ) -> History:
-    """Run ``steps`` optimisation steps.
+    """Run ``steps`` optimisation steps (and ``scheduler.step()`` after each, when given).
 
     ``step_loss(model, batch)`` returns a scalar loss for one batch drawn from ``batches`` (an iterator
     that is cycled through as long as needed). ``evaluate(model)`` returns a metric; it runs every
@@ -109,6 +110,8 @@ def train(
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
         history.loss.append(loss.item())
         if evaluate is not None and (step % eval_every == 0 or step == steps):
             model.eval()

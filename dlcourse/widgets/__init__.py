@@ -1,5 +1,13 @@
 """Widgets: each is a function returning an ipywidgets object; its logic is a plain, tested function."""
 
+from dlcourse.widgets.attention import (
+    MEAN,
+    HeatmapState,
+    attention_explorer,
+    draw_heatmap,
+    draw_positional_encoding,
+    heatmap_state,
+)
 from dlcourse.widgets.base import InteractiveView, interactive_view
 from dlcourse.widgets.softmax import TemperatureState, draw_temperature, softmax_temperature, temperature_state
 
@@ -10,4 +18,10 @@ __all__ = [
     "temperature_state",
     "draw_temperature",
     "softmax_temperature",
+    "MEAN",
+    "HeatmapState",
+    "heatmap_state",
+    "draw_heatmap",
+    "attention_explorer",
+    "draw_positional_encoding",
 ]

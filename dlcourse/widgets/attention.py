@@ -1,0 +1,114 @@
+"""Attention explorer (chapter 02): pick a layer and a head, edit the input, see the weights and the mask."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from dlcourse.attention import AttentionMap
+from dlcourse.widgets.base import InteractiveView, interactive_view
+
+MEAN = "mean of heads"
+
+
+@dataclass(frozen=True)
+class HeatmapState:
+    """What one heatmap shows: ``weights`` (L, S), ``blocked`` (L, S) True where the mask forbids."""
+
+    title: str
+    weights: torch.Tensor
+    blocked: torch.Tensor
+    query_labels: list[str]
+    key_labels: list[str]
+
+
+def heatmap_state(amap: AttentionMap, head: int | str, query_labels: Sequence[str], key_labels: Sequence[str],
+                  batch_index: int = 0) -> HeatmapState:
+    """The (L, S) weights of one head (or their mean) for one example, and where the masks block attention."""
+    w = amap.weights[batch_index]  # (H, L, S)
+    n_heads, length, source = w.shape
+    if head == MEAN:
+        shown, head_name = w.mean(dim=0), MEAN
+    else:
+        if not 0 <= int(head) < n_heads:
+            raise ValueError(f"head {head} out of range: this layer has {n_heads} heads")
+        shown, head_name = w[int(head)], f"head {int(head)}"
+    blocked = torch.zeros(length, source, dtype=torch.bool)
+    if amap.key_padding_mask is not None:
+        blocked |= amap.key_padding_mask[batch_index].bool()[None, :]
+    if amap.attn_mask is not None:
+        m = amap.attn_mask
+        blocked |= m if m.dtype == torch.bool else torch.isneginf(m)
+    if len(query_labels) != length or len(key_labels) != source:
+        raise ValueError(f"{len(query_labels)}×{len(key_labels)} labels for a {length}×{source} map")
+    return HeatmapState(f"{amap.name} · {head_name}", shown, blocked, list(query_labels), list(key_labels))
+
+
+def draw_heatmap(state: HeatmapState, ax=None):
+    """Heatmap of the weights, blocked cells hatched; returns the figure."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if ax is None:
+        size = max(3.0, 0.35 * max(len(state.key_labels), len(state.query_labels)) + 1.5)
+        fig, ax = plt.subplots(figsize=(size + 1, size))
+    else:
+        fig = ax.figure
+    im = ax.imshow(state.weights.numpy(), vmin=0, vmax=1, cmap="viridis")
+    blocked = np.ma.masked_where(~state.blocked.numpy(), np.ones(state.blocked.shape))
+    ax.imshow(blocked, cmap="Greys", vmin=0, vmax=1.5, alpha=0.85)
+    ax.set_xticks(range(len(state.key_labels)), state.key_labels)
+    ax.set_yticks(range(len(state.query_labels)), state.query_labels)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
+    ax.set_title(state.title, fontsize=10)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    return fig
+
+
+RunFn = Callable[[str], tuple[list[AttentionMap], list[str], list[str]]]
+
+
+def attention_explorer(run: RunFn, default_text: str, output_labels: bool = True) -> InteractiveView:
+    """Text box, layer and head pickers above a heatmap.
+
+    ``run(text)`` returns the attention maps of one forward pass, the input tokens (key and query labels)
+    and the model's output tokens (shown as query labels ``in→out`` when ``output_labels``).
+    """
+    import ipywidgets as W
+
+    maps, _, _ = run(default_text)
+    if not maps:
+        raise ValueError("the model has no attention module that capture_attention can read")
+    n_heads = maps[0].weights.shape[1]
+    text = W.Text(value=default_text, description="input", continuous_update=False)
+    layer = W.Dropdown(options=[m.name for m in maps], description="layer")
+    head = W.Dropdown(options=[MEAN, *range(n_heads)], value=MEAN, description="head")
+
+    def render(text: str, layer: str, head):
+        found, tokens, outputs = run(text)
+        amap = next(m for m in found if m.name == layer)
+        queries = [f"{t}→{o}" for t, o in zip(tokens, outputs, strict=False)] if output_labels else tokens
+        return draw_heatmap(heatmap_state(amap, head, queries, tokens))
+
+    return interactive_view({"text": text, "layer": layer, "head": head}, render, title="Attention explorer")
+
+
+def draw_positional_encoding(pe: torch.Tensor, ax=None):
+    """The (positions × dimensions) matrix of a positional encoding as an image; returns the figure."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 3))
+    else:
+        fig = ax.figure
+    im = ax.imshow(pe.detach().cpu().numpy(), aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
+    ax.set_xlabel("dimension")
+    ax.set_ylabel("position")
+    ax.set_title("positional encoding")
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    return fig
