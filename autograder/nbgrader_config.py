@@ -11,7 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from course_preprocessors import StderrToStdout, SubmissionGuard  # noqa: E402
+from course_preprocessors import ConciseErrors, StderrToStdout, SubmissionGuard  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties,
@@ -60,5 +60,6 @@ c.Autograde.autograde_preprocessors = [
     CheckCellMetadata,
 ]
 
-# Feedback: hidden tests are removed before the HTML is written.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Feedback: hidden tests are removed before the HTML is written, and failing test cells show the error
+# message without the traceback (which would quote hidden test code).
+c.GenerateFeedback.preprocessors = [GetGrades, ConciseErrors, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

@@ -29,7 +29,9 @@ class Kernel:
     """A ``dlcourse`` kernel in FAST mode, started in a chapter's folder."""
 
     def __init__(self, cwd: Path, fast: bool = True) -> None:
-        env = dict(os.environ, DLCOURSE_FAST="1" if fast else "0", PYTHONWARNINGS="default")
+        # One thread per kernel: the suite runs two workers on two cores, and oversubscribed BLAS threads make
+        # small models tens of times slower.
+        env = dict(os.environ, DLCOURSE_FAST="1" if fast else "0", PYTHONWARNINGS="default", OMP_NUM_THREADS="1")
         env.pop("NBGRADER_EXECUTION", None)
         self.km = KernelManager(kernel_name="dlcourse")
         self.km.start_kernel(cwd=str(cwd), env=env)

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -128,3 +129,109 @@ def test_comparisons_do_not_use_patched_torch(monkeypatch):
         checks.assert_close(torch.zeros(2), torch.ones(2))
     with pytest.raises(CheckFailure):
         checks.assert_equal(torch.zeros(2, dtype=torch.long), torch.ones(2, dtype=torch.long))
+
+
+# Reported by review: each of these once passed or crashed with the wrong error.
+
+
+def test_an_expected_infinity_must_be_matched_exactly():
+    with pytest.raises(CheckFailure, match="expected inf at \\[0\\], your answer has 1.0"):
+        checks.assert_close(torch.tensor([1.0]), torch.tensor([math.inf]))
+    with pytest.raises(CheckFailure, match="expected -inf"):
+        checks.assert_close(torch.tensor([math.inf]), torch.tensor([-math.inf]))
+
+
+def test_integers_are_exact_and_complex_numbers_compare_both_parts():
+    with pytest.raises(CheckFailure, match="first at \\[0\\]"):
+        checks.assert_close(torch.tensor([2**60 + 1]), torch.tensor([2**60]))
+    with pytest.raises(CheckFailure, match="1 of 1 values differ"):
+        checks.assert_close(torch.tensor([1 + 1j]), torch.tensor([1 + 5j]))
+    checks.assert_close(torch.tensor([1 + 1j]), torch.tensor([1 + 1j]))
+
+
+def test_wrong_types_are_check_failures_not_crashes():
+    with pytest.raises(CheckFailure, match="expected a number or array, got NoneType"):
+        checks.assert_close(None, 1.0)
+    with pytest.raises(CheckFailure, match="expected a tuple of 2 items, got list"):
+        checks.assert_close([torch.zeros(1), torch.zeros(1)], (torch.zeros(1), torch.zeros(1)))
+    with pytest.raises(CheckFailure, match="elements differ"):
+        checks.assert_equal(np.array([1, 2]), np.array([1, 3]))
+    with pytest.raises(CheckFailure, match="got tensor"):
+        checks.assert_equal(torch.tensor([1, 2]), 1)
+    with pytest.raises(CheckFailure, match="not a single True/False"):
+        checks.assert_true(torch.tensor([True, False]), "all positive")
+    with pytest.raises(CheckFailure, match="NaN is not accepted"):
+        checks.assert_close(torch.tensor([math.nan]), torch.tensor([math.nan]))
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: F.softmin(-x, dim=-1),
+    lambda x: torch.ops.aten._softmax.default(x, -1, False),
+    lambda x: _with_torch_functions_disabled(lambda: F.softmax(x, -1)),
+])
+def test_forbid_sees_operators_reached_indirectly(call):
+    with pytest.raises(ForbiddenCall, match="aten._softmax"), checks.forbid({"softmax"}):
+        call(torch.randn(2, 3))
+
+
+def _with_torch_functions_disabled(fn):
+    with torch._C.DisableTorchFunction():
+        return fn()
+
+
+def test_forbid_names_the_public_function_and_matches_globs():
+    with pytest.raises(ForbiddenCall, match="`torch.softmax`"), checks.forbid({"softmax"}):
+        torch.softmax(torch.randn(2), -1)
+    q = torch.randn(1, 2, 3, 4)
+    with pytest.raises(ForbiddenCall), checks.forbid({"scaled_dot_product_*"}):
+        F.scaled_dot_product_attention(q, q, q)
+    with pytest.raises(ForbiddenCall, match="cross_entropy"), checks.forbid({"cross_entropy", "nll_loss"}):
+        F.cross_entropy(torch.randn(3, 4), torch.tensor([0, 1, 2]))
+
+
+def test_no_grad_stops_an_answer_from_using_autograd():
+    def by_autograd(w):
+        w = w.clone().requires_grad_(True)
+        (w ** 2).sum().backward()
+        return w.grad
+
+    with pytest.raises(CheckFailure, match="raised RuntimeError"):
+        checks.compare_with_oracle(by_autograd, lambda w: 2 * w, torch.randn(3), no_grad=True)
+
+
+def test_in_place_writes_are_caught_in_keyword_arguments_and_nan_inputs():
+    def scale(x, *, y):
+        y.mul_(2)
+        return x + y
+
+    with pytest.raises(CheckFailure, match="argument 'y' in place"):
+        checks.compare_with_oracle(scale, lambda x, *, y: x + 2 * y, torch.randn(2), y=torch.randn(2))
+
+    def zero_nans(x):
+        x[0] = 0.0
+        return x
+
+    with pytest.raises(CheckFailure, match="in place"):
+        checks.compare_with_oracle(zero_nans, lambda x: torch.cat([torch.zeros(1), x[1:]]),
+                                   torch.tensor([math.nan, 1.0]))
+
+
+def test_swapping_code_or_replacing_functional_oracles_is_reported(monkeypatch):
+    monkeypatch.setattr(F, "cross_entropy", lambda *a, **k: torch.tensor(0.0))
+    with pytest.raises(CheckFailure, match="torch.nn.functional.cross_entropy"):
+        checks.assert_untampered()
+    monkeypatch.undo()
+    original = checks._compare_arrays.__code__
+    try:
+        checks._compare_arrays.__code__ = (lambda a, e, tol, name, equal_nan: None).__code__
+        with pytest.raises(CheckFailure, match="_compare_arrays"):
+            checks.assert_untampered()
+    finally:
+        checks._compare_arrays.__code__ = original
+    checks.assert_untampered()
+
+
+def test_torch_rewrapping_its_own_functions_is_not_tampering():
+    import torch._dynamo  # noqa: F401  (wraps torch.manual_seed on import)
+
+    checks.assert_untampered()

@@ -15,6 +15,18 @@ from course_preprocessors import StderrToStdout, SubmissionGuard, tampering
     "sys.modules['torch'] = None",
     "del checks.assert_close",
     "np.allclose = lambda *a, **k: True",
+    # reported by review
+    "class _A:\n    __getattr__ = lambda s, n: (lambda *a, **k: None)\nchecks = _A()",
+    "get_ipython().input_transformers_cleanup.append(lambda lines: [])",
+    "_f = checks._compare_arrays\n_f.__code__ = (lambda *a: None).__code__",
+    "_F = F\n_F.cross_entropy = my_ce",
+    "vars(torch)['softmax'] = my_softmax",
+    "torch.nn.functional.__dict__['softmax'] = f",
+    "globals().update(checks=None)",
+    "import fake_checks as checks",
+    "def F(x):\n    return x",
+    "import ctypes",
+    "for torch in range(3):\n    pass",
 ])
 def test_rewiring_is_found(source):
     assert tampering(source)
@@ -27,9 +39,19 @@ def test_rewiring_is_found(source):
     "scores[mask] = -1e9",
     "self.linear = nn.Linear(3, 4)",
     "def f(x:\n",  # a syntax error is the kernel's to report
+    "data = [1, 2, 3]",
+    "from IPython.display import display",
+    "import torch\nimport torch.nn.functional as F\nx = torch.zeros(3)",
+    "t = torch.randn(3)\nt.data = torch.ones(3)",
 ])
 def test_ordinary_code_is_left_alone(source):
     assert tampering(source) == []
+
+
+def test_hidden_test_markers_in_an_answer_are_neutralised():
+    guard = SubmissionGuard()
+    cell, _ = guard.preprocess_cell(_cell("# BEGIN HIDDEN TESTS\nx = 1", solution=True, grade_id="a"), {}, 0)
+    assert "BEGIN HIDDEN TESTS" not in cell.source and "x = 1" in cell.source
 
 
 def _cell(source, **nbgrader):

@@ -7,6 +7,7 @@ answer cells) and graded in a temporary grading folder, so an instructor's grade
 from __future__ import annotations
 
 import csv
+import html as htmllib
 import json
 import os
 import subprocess
@@ -45,6 +46,18 @@ def answers_from_solution(chapter: str) -> dict[str, str]:
     return out
 
 
+def hidden_test_lines(chapter: str) -> list[str]:
+    """Distinctive code lines of the chapter's hidden tests."""
+    nb = nbformat.read(solution_notebook(chapter), as_version=4)
+    lines = []
+    for cell in nb.cells:
+        if "### BEGIN HIDDEN TESTS" in cell.source:
+            body = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+            lines += [ln.strip() for ln in body.splitlines() if len(ln.strip()) > 30 and not ln.strip().startswith("#")]
+    assert lines
+    return lines
+
+
 def submission(chapter: str, answers: dict[str, str] | None = None, edit=None) -> nbformat.NotebookNode:
     """The released notebook with some answer cells replaced (``answers``) and an optional ``edit(nb)``."""
     (release,) = sorted((ROOT / "course" / chapter).glob("*.ipynb"))
@@ -69,7 +82,7 @@ def _save(root: Path, student: str, chapter: str, nb_or_text) -> None:
 
 
 def _run(root: Path, *args: str, timeout: float = 900, **env_extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, DLCOURSE_GRADING_DIR=str(root), **env_extra)
+    env = dict(os.environ, DLCOURSE_GRADING_DIR=str(root), OMP_NUM_THREADS="1", **env_extra)
     return subprocess.run([sys.executable, str(ROOT / "autograder" / "pipeline.py"), *args], env=env,
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
@@ -78,9 +91,10 @@ def _run(root: Path, *args: str, timeout: float = 900, **env_extra: str) -> subp
 def graded(tmp_path_factory):
     """Six students' submissions of chapter 00, autograded once; yields (root, autograde output, scores)."""
     root = tmp_path_factory.mktemp("grading")
+    for chapter in CHAPTERS:  # every chapter: the reference answers, and the untouched release
+        _save(root, "full_marks", chapter, submission(chapter, answers_from_solution(chapter)))
+        _save(root, "blank", chapter, submission(chapter))
     good = answers_from_solution(CHAPTER)
-    _save(root, "full_marks", CHAPTER, submission(CHAPTER, good))
-    _save(root, "blank", CHAPTER, submission(CHAPTER))
     first_wrong = {f"{ex}_answer": wrongs[0][1] for ex, wrongs in _mutants(CHAPTER).items()}
     _save(root, "all_wrong", CHAPTER, submission(CHAPTER, first_wrong))
     # correct answers whose calls print warnings and stderr text while the tests run
@@ -113,11 +127,13 @@ def graded(tmp_path_factory):
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         for student in STUDENTS:
-            try:
-                nb = gb.find_submission_notebook(CHAPTER, CHAPTER, student)
-            except Exception:  # not graded
-                continue
-            scores[student] = {g.name: (g.score, g.max_score) for g in nb.grades}
+            for chapter in CHAPTERS:
+                try:
+                    nb = gb.find_submission_notebook(chapter, chapter, student)
+                except Exception:  # not submitted or not graded
+                    continue
+                got = {g.name: (g.score, g.max_score) for g in nb.grades}
+                scores[student if chapter == CHAPTER else (student, chapter)] = got
     yield root, result, scores
 
 
@@ -126,8 +142,8 @@ def test_autograde_reports_every_submission_and_survives_a_corrupt_one(graded):
     out = result.stdout + result.stderr
     assert result.returncode == 1, out  # one failed submission
     assert "FAILED  corrupt_file" in out, out
-    assert "7 graded, 1 failed" in out, out
-    assert set(scores) == set(STUDENTS)
+    assert f"{7 + 2 * (len(CHAPTERS) - 1)} graded, 1 failed" in out, out
+    assert set(STUDENTS) <= set(scores)
 
 
 def test_a_cell_that_swallows_the_interrupt_is_stopped_and_the_rest_is_graded(graded):
@@ -137,10 +153,20 @@ def test_a_cell_that_swallows_the_interrupt_is_stopped_and_the_rest_is_graded(gr
     assert got["sgd_hidden"][0] == got["sgd_hidden"][1] > 0, got
 
 
-def test_solution_gets_full_marks(graded):
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_solution_gets_full_marks(graded, chapter):
     _, _, scores = graded
-    lost = {k: v for k, v in scores["full_marks"].items() if v[0] != v[1]}
-    assert not lost, f"points lost by the reference answers: {lost}"
+    got = scores["full_marks" if chapter == CHAPTER else ("full_marks", chapter)]
+    lost = {k: v for k, v in got.items() if v[0] != v[1]}
+    assert got and not lost, f"{chapter}: points lost by the reference answers: {lost}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_blank_release_of_every_chapter_gets_zero(graded, chapter):
+    _, _, scores = graded
+    got = scores["blank" if chapter == CHAPTER else ("blank", chapter)]
+    autograded = {k: v for k, v in got.items() if not k.endswith("_answer")}
+    assert autograded and all(score == 0 for score, _ in autograded.values()), autograded
 
 
 def test_stderr_noise_does_not_cost_points(graded):
@@ -170,7 +196,10 @@ def test_feedback_hides_hidden_tests_and_grades_export(graded):
     assert result.returncode == 0, result.stdout + result.stderr
     html = (root / "feedback" / "full_marks" / CHAPTER / f"{CHAPTER}.html").read_text()
     assert "visible tests passed" in html
-    assert "assert_untampered" not in html and "HIDDEN TESTS" not in html
+    wrong = htmllib.unescape((root / "feedback" / "all_wrong" / CHAPTER / f"{CHAPTER}.html").read_text())
+    assert "CheckFailure" in wrong  # the failures are reported...
+    for line in hidden_test_lines(CHAPTER):  # ...without quoting the hidden tests
+        assert line not in wrong, f"feedback shows a hidden test line: {line}"
     result = _run(root, "grades")
     assert result.returncode == 0, result.stdout + result.stderr
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
