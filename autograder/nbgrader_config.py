@@ -47,6 +47,9 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # grades are read, because nbgrader scores any test cell with stderr output 0.
 c.Execute.timeout = int(os.environ.get("DLCOURSE_CELL_TIMEOUT", "300"))
 c.Execute.interrupt_on_timeout = True
+# The pipeline sets DLCOURSE_GRADING_KERNEL=dlcourse-grading when the bubblewrap sandbox works here
+# (autograder/sandbox_kernel.py): the student's code then cannot read solutions/ or the gradebook.
+c.Execute.kernel_name = os.environ.get("DLCOURSE_GRADING_KERNEL", "")
 # Cells that rewire torch or the checks are not run (SubmissionGuard).
 c.Autograde.autograde_preprocessors = [
     SubmissionGuard,

@@ -31,6 +31,7 @@ import nbformat
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
 SOLUTIONS = ROOT / "solutions"
 COURSE = ROOT / "course"
 # Same rule as nbgrader_config.py: DLCOURSE_GRADING_DIR relocates the grading folders.
@@ -246,10 +247,18 @@ def submissions(student: str | None = None, chapter: str | None = None) -> list[
     return pairs
 
 
+def grading_kernel() -> str:
+    """The kernel autograding uses: the bubblewrap sandbox when it works here, else the plain course kernel."""
+    import sandbox_kernel
+
+    return sandbox_kernel.KERNEL_NAME if sandbox_kernel.works() else ""
+
+
 def autograde(student: str | None = None, chapter: str | None = None,
               timeout_per_submission: float = 1800) -> list[GradingResult]:
     """Autograde every submission (or the chosen ones), each in its own nbgrader process."""
     known = set(chapters())
+    os.environ["DLCOURSE_GRADING_KERNEL"] = grading_kernel()
     sync_gradebook()
     results = []
     for sid, ch in submissions(student, chapter):
@@ -329,6 +338,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"notebooks ok: {len(chapters())} chapter(s), course/ matches solutions/")
         elif args.command == "autograde":
             results = autograde(args.student, args.chapter, args.timeout)
+            if os.environ["DLCOURSE_GRADING_KERNEL"]:
+                print("grading kernel: sandboxed (bubblewrap hides solutions/, tests/, .git/, autograder/)")
+            else:
+                print("WARNING: grading kernel NOT sandboxed: submissions can read solutions/ and the gradebook. "
+                      "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap).")
             if not results:
                 print(f"no submissions under {SUBMITTED}/<student>/<chapter>/")
             for r in results:

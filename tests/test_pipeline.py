@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("pipeline")]
 import pipeline  # noqa: E402  (autograder/ is on sys.path, see conftest)
 
 CHAPTER = "00_welcome"
-STUDENTS = ("full_marks", "blank", "all_wrong", "noisy", "edited_tests", "tamperer", "swallows_interrupt")
+STUDENTS = ("full_marks", "blank", "all_wrong", "noisy", "edited_tests", "tamperer", "swallows_interrupt",
+            "reads_solutions")
 
 
 def _mutants(chapter):
@@ -120,6 +121,14 @@ def graded(tmp_path_factory):
     hang = dict(good, softmax_answer=good["softmax_answer"] + (
         "\nimport time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass"))
     _save(root, "swallows_interrupt", CHAPTER, submission(CHAPTER, hang))
+    # an answer that finds the instructor's repository and runs the solution cells
+    steal = dict(softmax_answer=(
+        "import json, pathlib\nimport dlcourse\n"
+        "_src = pathlib.Path(dlcourse.__file__).parent.parent / 'solutions' / '00_welcome' / '00_welcome.ipynb'\n"
+        "for _c in json.loads(_src.read_text())['cells']:\n"
+        "    if _c.get('metadata', {}).get('nbgrader', {}).get('solution'):\n"
+        "        exec(''.join(_c['source']))"))
+    _save(root, "reads_solutions", CHAPTER, submission(CHAPTER, steal))
     _save(root, "corrupt_file", CHAPTER, "{ this is not a notebook")
     result = _run(root, "autograde", DLCOURSE_CELL_TIMEOUT="20")
     scores = {}
@@ -142,8 +151,16 @@ def test_autograde_reports_every_submission_and_survives_a_corrupt_one(graded):
     out = result.stdout + result.stderr
     assert result.returncode == 1, out  # one failed submission
     assert "FAILED  corrupt_file" in out, out
-    assert f"{7 + 2 * (len(CHAPTERS) - 1)} graded, 1 failed" in out, out
+    assert f"{8 + 2 * (len(CHAPTERS) - 1)} graded, 1 failed" in out, out
     assert set(STUDENTS) <= set(scores)
+
+
+def test_the_grading_kernel_cannot_read_the_solutions(graded):
+    _, result, scores = graded
+    if "grading kernel: sandboxed" not in result.stdout:
+        pytest.skip("bubblewrap is not available here, so grading is not sandboxed (see the autograde warning)")
+    got = scores["reads_solutions"]
+    assert got["softmax_hidden"][0] == 0, got
 
 
 def test_a_cell_that_swallows_the_interrupt_is_stopped_and_the_rest_is_graded(graded):
