@@ -12,7 +12,8 @@ STAMP  := $(VENV)/.installed
 CH     ?=
 PIPELINE := $(PY) autograder/pipeline.py
 
-.PHONY: help setup lab test test-fast check lint release autograde feedback grades bundle bench checkpoints clean-grading
+
+.PHONY: instructor-only help setup lab test test-fast check lint release autograde feedback grades bundle bench checkpoints clean-grading
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -43,13 +44,13 @@ $(STAMP): requirements.txt pyproject.toml
 lab: setup ## JupyterLab on course/ with the course kernel
 	$(BIN)/jupyter lab --notebook-dir=course
 
-test: setup ## the whole test suite (what CI runs)
+test: instructor-only setup ## the whole test suite (what CI runs)
 	$(PY) -m pytest -n 2 --dist loadgroup
 
-test-fast: setup ## the suite without notebook kernels and the nbgrader pipeline
+test-fast: instructor-only setup ## the suite without notebook kernels and the nbgrader pipeline
 	$(PY) -m pytest -m "not notebook and not pipeline"
 
-check: ## fast consistency checks: course/ regenerated, solutions/ clean, nbgrader metadata, lint
+check: instructor-only ## fast consistency checks: course/ regenerated, solutions/ clean, nbgrader metadata, lint
 	@test -x $(PY) || { echo "run 'make setup' first"; exit 1; }
 	@$(BIN)/ruff check --quiet dlcourse autograder tests bench solutions
 	@$(PIPELINE) check
@@ -57,34 +58,39 @@ check: ## fast consistency checks: course/ regenerated, solutions/ clean, nbgrad
 lint: ## ruff, with fixes applied
 	$(BIN)/ruff check --fix dlcourse autograder tests bench solutions
 
-release: setup ## generate course/ from solutions/ (all chapters, or CH=01_seq2seq_attention)
+release: instructor-only setup ## generate course/ from solutions/ (all chapters, or CH=01_seq2seq_attention)
 	$(PIPELINE) release $(if $(CH),--chapter $(CH))
 
-autograde: setup ## grade every submission under autograder/submitted/<student>/<chapter>/
+autograde: instructor-only setup ## grade every submission under autograder/submitted/<student>/<chapter>/
 	$(PIPELINE) autograde $(if $(CH),--chapter $(CH))
 
-feedback: setup ## HTML feedback (hidden tests removed) under autograder/feedback/
+feedback: instructor-only setup ## HTML feedback (hidden tests removed) under autograder/feedback/
 	$(PIPELINE) feedback
 
-grades: setup ## export grades to autograder/grades.csv
+grades: instructor-only setup ## export grades to autograder/grades.csv
 	$(PIPELINE) grades
 
-bundle: setup ## dist/dlcourse-student.zip: what students get (no solutions, no hidden tests)
+bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (no solutions, no hidden tests)
 	$(PIPELINE) bundle
 
-bench: setup ## benchmarks; results go to bench/results/
+bench: instructor-only setup ## benchmarks; results go to bench/results/
 	$(PY) bench/run.py
 
 # Chapters whose notebooks train a checkpoint shipped in data/ (saved only when the demo reaches its target).
 CHECKPOINT_CHAPTERS := 02_transformer_blocks
 
-checkpoints: setup ## retrain the checkpoints in data/ in full mode and record the metrics they reached
+checkpoints: instructor-only setup ## retrain the checkpoints in data/ in full mode and record the metrics they reached
 	@for ch in $(if $(CH),$(CH),$(CHECKPOINT_CHAPTERS)); do \
 	  echo "training the checkpoint of $$ch (full mode)"; \
 	  DLCOURSE_FAST=0 DLCOURSE_SAVE_CHECKPOINTS=1 $(BIN)/jupyter nbconvert --to notebook --execute --stdout \
 	    --ExecutePreprocessor.timeout=1200 solutions/$$ch/$$ch.ipynb > /dev/null || exit 1; \
 	done
 	@$(PY) -c 'import json; [print(k, v.get("metrics")) for k, v in json.load(open("data/manifest.json")).items()]'
+
+instructor-only:
+	@test -d solutions -a -d autograder -a -d tests || { \
+	  echo "this target needs the instructor repository (solutions/, autograder/, tests/): this is the student bundle."; \
+	  echo "Students: 'make setup', then 'make lab'."; exit 1; }
 
 clean-grading: ## remove submitted/, autograded/, feedback/ and the gradebook
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/gradebook.db autograder/grades.csv

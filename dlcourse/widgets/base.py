@@ -27,24 +27,38 @@ class InteractiveView(W.VBox):
         super().__init__(header + [W.HBox(list(controls.values())), self.output])
         for control in controls.values():
             control.observe(lambda _change: self.refresh(), names="value")
-        self.refresh()
+        self.refresh(raise_errors=True)  # a broken render fails the cell that builds the widget, visibly
 
     def values(self) -> dict[str, Any]:
         return {name: control.value for name, control in self.controls.items()}
 
-    def refresh(self) -> None:
-        """Redraw for the current control values (the figure goes into ``self.output``)."""
+    def refresh(self, raise_errors: bool = False) -> None:
+        """Redraw for the current control values (the figure goes into ``self.output``).
+
+        An error while rendering is raised when ``raise_errors`` (the first render), else shown in the output
+        area, where the person moving the slider sees it.
+        """
+        import traceback
+
         import matplotlib.pyplot as plt
+        from IPython.display import display
 
         self.last_values = self.values()
+        try:
+            result = self._render(**self.last_values)
+        except Exception:
+            if raise_errors:
+                raise
+            self.output.clear_output(wait=True)
+            with self.output:
+                print(traceback.format_exc())
+            return
         self.output.clear_output(wait=True)
         with self.output:
-            self.last_result = self._render(**self.last_values)
-            if isinstance(self.last_result, plt.Figure):
-                from IPython.display import display
-
-                display(self.last_result)
-                plt.close(self.last_result)
+            if isinstance(result, plt.Figure):
+                display(result)
+                plt.close(result)
+        self.last_result = result
         self.renders += 1
 
 
