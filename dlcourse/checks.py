@@ -341,7 +341,10 @@ def _forbidden_match(name: str, patterns: frozenset[str]) -> str | None:
     """The pattern that op/function ``name`` falls under: ``p``, ``p_*``, ``native_p``, ``special_p`` or a glob."""
     bare = name.lstrip("_")
     for p in patterns:
-        if "*" in p or "?" in p:
+        if p.startswith("="):  # exact name only: "=gru" refuses torch.gru but not torch.gru_cell
+            if bare == p[1:]:
+                return p[1:]
+        elif "*" in p or "?" in p:
             if fnmatch.fnmatchcase(bare, p):
                 return p
         elif bare in (p, f"native_{p}", f"special_{p}") or bare.startswith((f"{p}_", f"native_{p}_")):
@@ -384,10 +387,10 @@ def forbid(names: Iterable[str], why: str = "") -> Iterator[None]:
     """Inside the block, reaching a torch function or ATen operator named in ``names`` raises :class:`ForbiddenCall`.
 
     A name ``p`` matches ``p``, ``p_…``, ``native_p``, ``special_p`` (leading underscores ignored); glob
-    patterns (``"scaled_dot_product_*"``) match as globs. Two layers see every route: a TorchFunctionMode
-    (``torch.softmax``, ``F.softmax``, ``x.softmax``, an alias bound earlier) and a TorchDispatchMode for the
-    operators underneath (``F.softmin`` computing a softmax, ``torch.ops.aten._softmax``, code run with
-    torch functions disabled).
+    patterns (``"scaled_dot_product_*"``) match as globs, and ``"=p"`` matches ``p`` alone. Two layers see
+    every route: a TorchFunctionMode (``torch.softmax``, ``F.softmax``, ``x.softmax``, an alias bound earlier)
+    and a TorchDispatchMode for the operators underneath (``F.softmin`` computing a softmax,
+    ``torch.ops.aten._softmax``, code run with torch functions disabled).
     """
     patterns = frozenset(names)
     why = f" ({why})" if why else ""
@@ -544,6 +547,7 @@ def compare_modules(
     name: str | None = None,
     forbidden: Iterable[str] = (),
     output: Callable[[Any], Any] = lambda out: out,
+    output_names: Sequence[str] | None = None,
     seed: int = 0,
     **kwargs: Any,
 ) -> None:
@@ -551,7 +555,8 @@ def compare_modules(
 
     ``output`` selects what to compare from each module's result (e.g. ``lambda r: r[0]``). Gradients of
     ``<output, R>`` for a fixed random ``R`` are compared for every floating-point input tensor and every
-    parameter. The student's forward pass runs under :func:`forbid` with ``forbidden``.
+    parameter. The student's forward pass runs under :func:`forbid` with ``forbidden``. Inputs are named
+    after the parameters of ``student.forward``; ``output_names`` names the items of a tuple result.
     """
     label = name or type(student).__name__
     load_weights(student, oracle, rename, name=label)
@@ -578,12 +583,31 @@ def compare_modules(
 
     got, got_in, got_params = run(student, True)
     want, want_in, want_params = run(oracle, False)
-    assert_close(_detach_all(got), _detach_all(want), tol=tol, name=f"{label} output")
-    for i, (g, w) in enumerate(zip(got_in, want_in, strict=True)):
-        assert_close(_zero_if_none(g, w), _zero_if_none(w, w), tol=grad_tol, name=f"{label}: gradient of input #{i}")
+    if output_names and isinstance(want, tuple | list):
+        if not isinstance(got, tuple | list) or len(got) != len(want):
+            raise CheckFailure(f"{label}: expected a tuple ({', '.join(output_names)}), got {type(got).__name__}")
+        for what, g, w in zip(output_names, got, want, strict=False):
+            assert_close(_detach_all(g), _detach_all(w), tol=tol, name=f"{label}: {what}")
+    else:
+        assert_close(_detach_all(got), _detach_all(want), tol=tol, name=f"{label} output")
+    names = _input_names(student, inputs)
+    for name_i, g, w in zip(names, got_in, want_in, strict=True):
+        assert_close(_zero_if_none(g, w), _zero_if_none(w, w), tol=grad_tol, name=f"{label}: gradient of {name_i}")
     for (k, g), (_, w) in zip(sorted(got_params.items()), sorted(_renamed(want_params, rename).items()),
                               strict=True):
         assert_close(_zero_if_none(g, w), _zero_if_none(w, w), tol=grad_tol, name=f"{label}: gradient of {k}")
+
+
+def _input_names(module: torch.nn.Module, inputs: Sequence[Any]) -> list[str]:
+    """Names of the floating-point tensor inputs, from the parameters of ``module.forward``."""
+    import inspect
+
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters if p != "self"]
+    except (TypeError, ValueError):
+        params = []
+    return [f"input {params[i]!r}" if i < len(params) else f"input #{i}"
+            for i, x in enumerate(inputs) if isinstance(x, _TensorType) and x.is_floating_point()]
 
 
 def _renamed(params: dict[str, Any], rename: dict[str, str] | None) -> dict[str, Any]:

@@ -235,3 +235,10 @@ def test_torch_rewrapping_its_own_functions_is_not_tampering():
     import torch._dynamo  # noqa: F401  (wraps torch.manual_seed on import)
 
     checks.assert_untampered()
+
+
+def test_an_exact_name_spares_longer_ones():
+    with checks.forbid({"=gru"}):
+        torch.nn.GRUCell(3, 2)(torch.randn(1, 3))  # torch.gru_cell is allowed
+    with pytest.raises(ForbiddenCall), checks.forbid({"=gru"}):
+        torch.nn.GRU(3, 2)(torch.randn(1, 4, 3))

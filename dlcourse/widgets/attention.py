@@ -85,7 +85,7 @@ def attention_explorer(run: RunFn, default_text: str, output_labels: bool = True
         raise ValueError("the model has no attention module that capture_attention can read")
     n_heads = maps[0].weights.shape[1]
     text = W.Text(value=default_text, description="input", continuous_update=False)
-    layer = W.Dropdown(options=[m.name for m in maps], description="layer")
+    layer = W.Dropdown(options=[m.name for m in maps], value=maps[-1].name, description="layer")
     head = W.Dropdown(options=[MEAN, *range(n_heads)], value=MEAN, description="head")
 
     def render(text: str, layer: str, head):

@@ -180,6 +180,26 @@ MUTANTS = {
         ("boolean mask read as True = blocked", sdpa(bool_mask="attn_mask")),
         ("causal mask also blocks the diagonal", sdpa(diag=0)),
         ("softmax over the queries", sdpa(dim=-2)),
+        ("blocked rows detected for bool masks only", '''
+def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False):
+    L, S = q.shape[-2], k.shape[-2]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    blocked = None
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+            blocked = ~attn_mask.any(-1, keepdim=True)
+        else:
+            scores = scores + attn_mask
+    if is_causal:
+        scores = scores.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
+    if blocked is not None:
+        scores = scores.masked_fill(blocked, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    if blocked is not None:
+        weights = weights.masked_fill(blocked, 0.0)
+    return weights @ v, weights
+'''),
         ("calls the built-in", '''
 def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False):
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
@@ -234,6 +254,9 @@ def padding_mask(lengths, max_len=None):
         ("reads attn_mask's True as allowed", mha(attn_bool="~attn_mask")),
         ("sums the head weights instead of averaging", mha(reduce="weights.sum(dim=1)")),
         ("merges heads without transposing back", mha(merge="heads.reshape(B, L, E)")),
+        ("crashes without biases (bias=False)", mha().replace(
+            "b_q, b_k, b_v = self.in_proj_bias.chunk(3)",
+            "b_q, b_k, b_v = self.in_proj_bias.chunk(3)  # None when bias=False")),
         ("calls the built-in", _MHA_HEAD + '''
         return F.multi_head_attention_forward(
             query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1), E, H, self.in_proj_weight,
@@ -292,11 +315,15 @@ def sinusoidal_positional_encoding(max_len, d_model):
         var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
         return (x - mean) / torch.sqrt(var + self.eps)''')),
         ("calls the built-in", _LN.format(body='''        return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)''')),
+        ("centres, then calls rms_norm", _LN.format(body='''        x = x - x.mean(dim=-1, keepdim=True)
+        return F.rms_norm(x, x.shape[-1:], self.weight, self.eps) + self.bias''')),
     ],
     "ffn": [
         ("tanh approximation of GELU", _FF.format(body='''        h = self.linear1(x)
         h = F.relu(h) if self.activation == "relu" else F.gelu(h, approximate="tanh")
         return self.linear2(self.dropout(h))''')),
+        ("dropout stays on in eval mode", _FF.format(body='''        h = F.relu(self.linear1(x)) if self.activation == "relu" else F.gelu(self.linear1(x))
+        return self.linear2(F.dropout(h, self.dropout.p, training=True))''')),
         ("always ReLU", _FF.format(body='''        return self.linear2(self.dropout(F.relu(self.linear1(x))))''')),
         ("activation after the second layer too", _FF.format(body='''        h = F.relu(self.linear1(x)) if self.activation == "relu" else F.gelu(self.linear1(x))
         return F.relu(self.linear2(self.dropout(h)))''')),
@@ -312,5 +339,7 @@ def sinusoidal_positional_encoding(max_len, d_model):
         ("cross-attention attends to the target", dec(kv="x")),
         ("drops the causal mask", dec(tgt_mask="None")),
         ("drops the memory padding mask", dec(mem_kpm="None")),
+        ("drops memory_mask", dec().replace("attn_mask=memory_mask", "attn_mask=None")),
+        ("always causal, whatever tgt_mask says", dec(tgt_mask="causal_mask(x.shape[1])")),
     ],
 }
