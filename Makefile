@@ -77,7 +77,7 @@ bench: instructor-only setup ## benchmarks; results go to bench/results/
 	$(PY) bench/run.py
 
 # Chapters whose notebooks train a checkpoint shipped in data/ (saved only when the demo reaches its target).
-CHECKPOINT_CHAPTERS := 02_transformer_blocks
+CHECKPOINT_CHAPTERS := 01_seq2seq_attention 02_transformer_blocks
 
 checkpoints: instructor-only setup ## retrain the checkpoints in data/ in full mode and record the metrics they reached
 	@for ch in $(if $(CH),$(CH),$(CHECKPOINT_CHAPTERS)); do \

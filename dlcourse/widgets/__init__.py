@@ -1,5 +1,6 @@
 """Widgets: each is a function returning an ipywidgets object; its logic is a plain, tested function."""
 
+from dlcourse.widgets.alignment import alignment_state, alignment_viewer
 from dlcourse.widgets.attention import (
     MEAN,
     HeatmapState,
@@ -24,4 +25,6 @@ __all__ = [
     "draw_heatmap",
     "attention_explorer",
     "draw_positional_encoding",
+    "alignment_state",
+    "alignment_viewer",
 ]
