@@ -471,6 +471,18 @@ def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
     return _t_equal(a, b)
 
 
+def _random_projection(out: Any, seed: int) -> Any:
+    """``<out, R>`` summed over the floating-point tensors in ``out``, for a fixed random ``R`` (NaN as 0).
+
+    Its gradient is a vector-Jacobian product with a random vector, which tests every output direction.
+    """
+    outs = [o for o in (out if isinstance(out, tuple | list) else (out,))
+            if isinstance(o, _TensorType) and o.is_floating_point()]
+    gen = torch.Generator().manual_seed(seed)
+    return sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)).nan_to_num().sum()
+               for o in outs)
+
+
 def compare_gradients(
     student: Callable,
     oracle: Callable,
@@ -496,11 +508,7 @@ def compare_gradients(
               for i, a in enumerate(args)]
         out = (_call_student(fn, xs, _clone(kwargs), forbidden, label) if is_student
                else fn(*xs, **_clone(kwargs)))
-        outs = [o for o in (out if isinstance(out, tuple | list) else (out,))
-                if isinstance(o, _TensorType) and o.is_floating_point()]
-        gen = torch.Generator().manual_seed(seed)
-        total = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)).nan_to_num().sum()
-                    for o in outs)
+        total = _random_projection(out, seed)
         if not isinstance(total, _TensorType) or not total.requires_grad:
             raise CheckFailure(f"{label}: the result is not connected to the inputs in the autograd graph "
                                f"(did you call .detach(), .item() or build a new tensor from numbers?)")
@@ -569,11 +577,7 @@ def compare_modules(
         out = (_call_student(module, xs, _clone(kwargs), forbidden, label) if is_student
                else module(*xs, **_clone(kwargs)))
         picked = output(out)
-        outs = [o for o in (picked if isinstance(picked, tuple | list) else (picked,))
-                if isinstance(o, _TensorType) and o.is_floating_point()]
-        gen = torch.Generator().manual_seed(seed)
-        total = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)).nan_to_num().sum()
-                    for o in outs)
+        total = _random_projection(picked, seed)
         if is_student and (not isinstance(total, _TensorType) or not total.requires_grad):
             raise CheckFailure(f"{label}: the output is not connected to the inputs in the autograd graph")
         total.backward()
