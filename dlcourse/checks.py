@@ -526,9 +526,7 @@ def load_weights(student: torch.nn.Module, source: torch.nn.Module | dict[str, t
     ``rename`` maps a prefix of the source's names to the student's (``{"linear1.": "ff.linear1."}``).
     The failure message lists missing, unexpected and wrongly shaped entries.
     """
-    state = source.state_dict() if isinstance(source, torch.nn.Module) else dict(source)
-    for old, new in (rename or {}).items():
-        state = {(new + k[len(old):] if k.startswith(old) else k): v for k, v in state.items()}
+    state = _renamed(source.state_dict() if isinstance(source, torch.nn.Module) else dict(source), rename)
     own = student.state_dict()
     missing = sorted(set(state) - set(own))
     unexpected = sorted(set(own) - set(state))
@@ -615,6 +613,7 @@ def _input_names(module: torch.nn.Module, inputs: Sequence[Any]) -> list[str]:
 
 
 def _renamed(params: dict[str, Any], rename: dict[str, str] | None) -> dict[str, Any]:
+    """``params`` with each key prefix ``old`` of ``rename`` replaced by ``new``."""
     for old, new in (rename or {}).items():
         params = {(new + k[len(old):] if k.startswith(old) else k): v for k, v in params.items()}
     return params

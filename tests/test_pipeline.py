@@ -141,8 +141,7 @@ def graded(tmp_path_factory):
                     nb = gb.find_submission_notebook(chapter, chapter, student)
                 except Exception:  # not submitted or not graded
                     continue
-                got = {g.name: (g.score, g.max_score) for g in nb.grades}
-                scores[student if chapter == CHAPTER else (student, chapter)] = got
+                scores[student, chapter] = {g.name: (g.score, g.max_score) for g in nb.grades}
     yield root, result, scores
 
 
@@ -152,20 +151,20 @@ def test_autograde_reports_every_submission_and_survives_a_corrupt_one(graded):
     assert result.returncode == 1, out  # one failed submission
     assert "FAILED  corrupt_file" in out, out
     assert f"{8 + 2 * (len(CHAPTERS) - 1)} graded, 1 failed" in out, out
-    assert set(STUDENTS) <= set(scores)
+    assert {(student, CHAPTER) for student in STUDENTS} <= set(scores)
 
 
 def test_the_grading_kernel_cannot_read_the_solutions(graded):
     _, result, scores = graded
     if "grading kernel: sandboxed" not in result.stdout:
         pytest.skip("bubblewrap is not available here, so grading is not sandboxed (see the autograde warning)")
-    got = scores["reads_solutions"]
+    got = scores["reads_solutions", CHAPTER]
     assert got["softmax_hidden"][0] == 0, got
 
 
 def test_a_cell_that_swallows_the_interrupt_is_stopped_and_the_rest_is_graded(graded):
     _, _, scores = graded
-    got = scores["swallows_interrupt"]
+    got = scores["swallows_interrupt", CHAPTER]
     assert got["ce_hidden"][0] == got["ce_hidden"][1] > 0, got
     assert got["sgd_hidden"][0] == got["sgd_hidden"][1] > 0, got
 
@@ -173,7 +172,7 @@ def test_a_cell_that_swallows_the_interrupt_is_stopped_and_the_rest_is_graded(gr
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_solution_gets_full_marks(graded, chapter):
     _, _, scores = graded
-    got = scores["full_marks" if chapter == CHAPTER else ("full_marks", chapter)]
+    got = scores["full_marks", chapter]
     lost = {k: v for k, v in got.items() if v[0] != v[1]}
     assert got and not lost, f"{chapter}: points lost by the reference answers: {lost}"
 
@@ -181,28 +180,28 @@ def test_solution_gets_full_marks(graded, chapter):
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_blank_release_of_every_chapter_gets_zero(graded, chapter):
     _, _, scores = graded
-    got = scores["blank" if chapter == CHAPTER else ("blank", chapter)]
+    got = scores["blank", chapter]
     autograded = {k: v for k, v in got.items() if not k.endswith("_answer")}
     assert autograded and all(score == 0 for score, _ in autograded.values()), autograded
 
 
 def test_stderr_noise_does_not_cost_points(graded):
     _, _, scores = graded
-    lost = {k: v for k, v in scores["noisy"].items() if v[0] != v[1]}
+    lost = {k: v for k, v in scores["noisy", CHAPTER].items() if v[0] != v[1]}
     assert not lost, f"noise on stderr cost points: {lost}"
 
 
 @pytest.mark.parametrize("student", ["blank", "edited_tests"])
 def test_blank_release_gets_zero_autograded_points(graded, student):
     _, _, scores = graded
-    autograded = {k: v for k, v in scores[student].items() if not k.endswith("_answer")}
+    autograded = {k: v for k, v in scores[student, CHAPTER].items() if not k.endswith("_answer")}
     assert autograded and all(score == 0 for score, _ in autograded.values()), autograded
 
 
 @pytest.mark.parametrize("student", ["all_wrong", "tamperer"])
 def test_wrong_answers_lose_every_hidden_test(graded, student):
     _, _, scores = graded
-    hidden = {k: v for k, v in scores[student].items() if k.endswith("_hidden")}
+    hidden = {k: v for k, v in scores[student, CHAPTER].items() if k.endswith("_hidden")}
     assert len(hidden) == len(_mutants(CHAPTER)), hidden
     assert all(score == 0 for score, _ in hidden.values()), hidden
 
