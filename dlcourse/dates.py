@@ -5,7 +5,9 @@ formats ("3 mars 2021", "Wednesday, March 3, 2021", "03.03.21", ...); the target
 format is chosen so that the mapping is a function: no string can mean two dates (US month-first dates
 always have a two-digit year and no zero padding, day-first ones a four-digit year or dots). Two-digit
 years mean 1950–2049. Optionally the date sits inside a sentence, which makes inputs longer without
-changing the answer — what shows a fixed-size context vector failing with length.
+changing the answer, and an input may hold several dates ("3 mars 2021; 12/4/99"), whose ISO forms the
+target lists in order, separated by spaces ("2021-03-03 1999-12-04"): the answer then grows with the input,
+which is what a fixed-size context vector cannot keep up with.
 
 Strings are normalised: babel's narrow no-break spaces (U+202F) and no-break spaces become spaces.
 """
@@ -40,6 +42,7 @@ SENTENCES = [
 ]
 
 FIRST, LAST = dt.date(1950, 1, 1), dt.date(2049, 12, 31)
+SEPARATOR = "; "  # between dates in an input; the target separates ISO dates by a space
 
 
 def normalise(text: str) -> str:
@@ -56,26 +59,43 @@ def write_date(day: dt.date, locale: str, pattern: str) -> str:
 
 @dataclass(frozen=True)
 class DatePair:
-    source: str  # as a person wrote it
-    target: str  # ISO 8601, YYYY-MM-DD
-    fmt: str  # "locale pattern", for error analysis
+    source: str  # as a person wrote it; several dates are separated by SEPARATOR
+    target: str  # ISO 8601, YYYY-MM-DD; several dates are separated by spaces
+    fmt: str  # "locale pattern" of each date (joined by " | "), for error analysis
 
 
-def generate(n: int, seed: int, sentences: bool = False) -> list[DatePair]:
-    """``n`` seeded examples; with ``sentences`` half of them sit inside a sentence template."""
+def generate(n: int, seed: int, sentences: bool = False, max_dates: int = 1) -> list[DatePair]:
+    """``n`` seeded examples of 1 to ``max_dates`` dates each (uniformly many).
+
+    With ``sentences`` half of the dates sit inside a sentence template. ``max_dates=1`` draws exactly the
+    examples it always has for a given seed.
+    """
     from faker import Faker
 
+    if max_dates < 1:
+        raise ValueError(f"max_dates must be at least 1, got {max_dates}")
     fake = Faker()
     fake.seed_instance(seed)
     pairs = []
     for _ in range(n):
-        day = fake.date_between(start_date=FIRST, end_date=LAST)
-        locale, pattern = fake.random_element(FORMATS)
-        text = write_date(day, locale, pattern)
-        if sentences and fake.boolean():
-            text = fake.random_element(SENTENCES[1:]).format(text)
-        pairs.append(DatePair(text, day.isoformat(), f"{locale} {pattern}"))
+        count = 1 if max_dates == 1 else fake.random_int(1, max_dates)
+        sources, targets, fmts = [], [], []
+        for _ in range(count):
+            day = fake.date_between(start_date=FIRST, end_date=LAST)
+            locale, pattern = fake.random_element(FORMATS)
+            text = write_date(day, locale, pattern)
+            if sentences and fake.boolean():
+                text = fake.random_element(SENTENCES[1:]).format(text)
+            sources.append(text)
+            targets.append(day.isoformat())
+            fmts.append(f"{locale} {pattern}")
+        pairs.append(DatePair(SEPARATOR.join(sources), " ".join(targets), " | ".join(fmts)))
     return pairs
+
+
+def count_dates(pair: DatePair) -> int:
+    """How many dates ``pair`` holds (its target lists one ISO date per date)."""
+    return len(pair.target.split())
 
 
 class CharVocab:
@@ -117,7 +137,7 @@ def pad_batch(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
 
 @dataclass(frozen=True)
 class DateData:
-    """Encoded splits: sources (N, S) with lengths, targets (N, 11) = 10 ISO characters + <eos>."""
+    """Encoded splits: sources (N, S) with lengths, targets (N, 11·k) = k ISO dates, separators, <eos>."""
 
     vocab_in: CharVocab
     vocab_out: CharVocab
@@ -135,18 +155,21 @@ def vocabularies() -> tuple[CharVocab, CharVocab]:
 
     They do not depend on a sample, so a checkpoint fits whatever data size a notebook generates.
     """
-    texts = [s.format("") for s in SENTENCES] + ["0123456789"]
+    texts = [s.format("") for s in SENTENCES] + ["0123456789", SEPARATOR]
     for locale, pattern in FORMATS:
         for month in range(1, 13):
             for day in range(1, 8):  # seven consecutive days: every weekday name
                 texts.append(write_date(dt.date(2021, month, day), locale, pattern))
-    return CharVocab(texts), CharVocab(["0123456789-"])
+    return CharVocab(texts), CharVocab(["0123456789- "])
 
 
-def load(n_train: int = 20000, n_test: int = 2000, seed: int = 0, sentences: bool = True) -> DateData:
-    """Train and held-out test sets; test strings never occur in the training set."""
-    train = generate(n_train, seed, sentences)
+def load(n_train: int = 20000, n_test: int = 2000, seed: int = 0, sentences: bool = True,
+         max_dates: int = 1) -> DateData:
+    """Train and held-out test sets of 1 to ``max_dates`` dates per input; test strings never occur in
+    the training set."""
+    train = generate(n_train, seed, sentences, max_dates)
     seen = {p.source for p in train}
-    test = [p for p in generate(n_test + n_test // 4, seed + 1, sentences) if p.source not in seen][:n_test]
+    extra = generate(n_test + n_test // 4, seed + 1, sentences, max_dates)
+    test = [p for p in extra if p.source not in seen][:n_test]
     vocab_in, vocab_out = vocabularies()
     return DateData(vocab_in, vocab_out, train, test)
