@@ -20,6 +20,7 @@ help: ## list the targets
 
 setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader extension, pretrained models
 	@$(PY) -m dlcourse.assets fetch
+	@test -f models/smollm2-135m-instruct/transformers/model.safetensors || $(PY) -m dlcourse.lm prepare
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  echo "installing bubblewrap (the autograder's sandbox)" && apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
 	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; } || true
@@ -77,7 +78,7 @@ bench: instructor-only setup ## benchmarks; results go to bench/results/
 	$(PY) bench/run.py
 
 # Chapters whose notebooks train a checkpoint shipped in data/ (saved only when the demo reaches its target).
-CHECKPOINT_CHAPTERS := 01_seq2seq_attention 02_transformer_blocks
+CHECKPOINT_CHAPTERS := 01_seq2seq_attention 02_transformer_blocks 04_gpt_decoding
 
 checkpoints: instructor-only setup ## retrain the checkpoints in data/ in full mode and record the metrics they reached
 	@for ch in $(if $(CH),$(CH),$(CHECKPOINT_CHAPTERS)); do \

@@ -50,6 +50,48 @@ def widget_ms(repeats: int = 20) -> dict[str, float]:
     return {"softmax_temperature redraw, median ms": round(statistics.median(times), 1)}
 
 
+def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
+    """Chapter 04: one redraw of the next-token bars for the course GPT (forward pass, filters, figure),
+    and greedy generation with and without the key-value cache."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import safetensors.torch
+    import torch
+
+    from dlcourse import data, lm, shakespeare, widgets
+
+    torch.set_num_threads(2)
+    state = safetensors.torch.load_file(str(data.bundled("04_shakespeare_gpt")))
+    model = lm.as_gpt2(state, n_head=int(data.manifest()["04_shakespeare_gpt"]["metrics"]["n_head"]))
+    tok = shakespeare.char_corpus().tokenizer
+    ids = torch.tensor([tok.encode("ROMEO:\nBut soft, what light through yonder window breaks?\nIt is")])
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        with torch.no_grad():
+            logits = model(ids).logits[0, -1] / (0.5 + i / repeats)
+        filtered = logits.masked_fill(logits < logits.topk(10).values[-1], float("-inf"))
+        fig = widgets.draw_next_token(widgets.next_token_state(logits, filtered, tok.decode))
+        fig.canvas.draw()
+        plt.close(fig)
+        times.append((time.perf_counter() - start) * 1000)
+    prompt = ids[:, :8]
+    n_new = model.config.n_positions - prompt.shape[1]
+    generation = {}
+    for cache in (False, True):
+        runs = []
+        for _ in range(3):
+            start = time.perf_counter()
+            lm.hf_generate(model, prompt, max_new_tokens=n_new, use_cache=cache, eos_token_id=None)
+            runs.append(time.perf_counter() - start)
+        generation[cache] = min(runs) * 1000
+    return {"sampling_explorer redraw (course GPT), median ms": round(statistics.median(times), 1),
+            f"course GPT greedy, {n_new} tokens, without cache, ms": round(generation[False], 1),
+            f"course GPT greedy, {n_new} tokens, with cache, ms": round(generation[True], 1)}
+
+
 def main() -> int:
     results: dict[str, object] = {
         "machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()})",
@@ -62,6 +104,7 @@ def main() -> int:
             results[key] = round(notebook_seconds(path, fast), 1)
             print(f"{key}: {results[key]}", flush=True)
     results.update(widget_ms())
+    results.update(sampling_explorer_ms())
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / "latest.json"
     target.write_text(json.dumps(results, indent=2) + "\n")

@@ -6,7 +6,10 @@ Modules, one concept each:
 * :mod:`dlcourse.checks` — what test cells call: comparisons that say what is wrong, guards, oracles;
 * :mod:`dlcourse.training` — a small training loop with progress bar and live loss plot;
 * :mod:`dlcourse.widgets` — interactive views whose logic is plain, tested functions;
-* :mod:`dlcourse.data` — offline datasets; :mod:`dlcourse.assets` — verified pretrained model files.
+* :mod:`dlcourse.data` — offline datasets; :mod:`dlcourse.assets` — verified pretrained model files;
+* :mod:`dlcourse.dates`, :mod:`dlcourse.tasks`, :mod:`dlcourse.shakespeare` — the chapters' data;
+* :mod:`dlcourse.attention` — capturing attention weights; :mod:`dlcourse.lm` — language-model plumbing
+  (the output convention, GPT-2 oracles and weight conversion, SmolLM2).
 """
 
 __version__ = "0.1.0"

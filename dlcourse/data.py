@@ -75,7 +75,8 @@ def save_checkpoint(name: str, module: torch.nn.Module, metrics: dict[str, float
     from safetensors.torch import save_file
 
     path = DATA_DIR / f"{name}.safetensors"
-    state = {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
+    # cloned: tied weights (one tensor under two names) are stored once under each name
+    state = {k: v.detach().cpu().clone().contiguous() for k, v in module.state_dict().items()}
     save_file(state, str(path), metadata={k: str(v) for k, v in metrics.items()})
     entries = manifest()
     entries[name] = {"path": path.name, "sha256": sha256_of(path), "source": source,

@@ -10,6 +10,13 @@ from dlcourse.widgets.attention import (
     heatmap_state,
 )
 from dlcourse.widgets.base import InteractiveView, interactive_view
+from dlcourse.widgets.sampling import (
+    LanguageModel,
+    NextTokenState,
+    draw_next_token,
+    next_token_state,
+    sampling_explorer,
+)
 from dlcourse.widgets.softmax import TemperatureState, draw_temperature, softmax_temperature, temperature_state
 
 __all__ = [
@@ -27,4 +34,9 @@ __all__ = [
     "draw_positional_encoding",
     "alignment_state",
     "alignment_viewer",
+    "LanguageModel",
+    "NextTokenState",
+    "next_token_state",
+    "draw_next_token",
+    "sampling_explorer",
 ]

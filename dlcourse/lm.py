@@ -1,0 +1,256 @@
+"""Causal language models: the output convention, tiny GPT-2 oracles, and weight loading (chapter 04).
+
+A course model's ``forward(input_ids, past=None)`` returns an :class:`LMOutput` whose ``.logits`` is
+(B, T, V), as a Hugging Face model's output does, so the same decoding code runs on both. ``past`` is a
+key–value cache: one ``(keys, values)`` pair per layer, each (B, heads, T_past, head_dim).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+KVCache = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+class LMOutput(NamedTuple):
+    logits: torch.Tensor  # (B, T, V)
+    past: KVCache | None  # keys and values of every position so far, per layer
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Silence transformers' logging (its warnings go to stderr) inside the block."""
+    from transformers.utils import logging
+
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)
+
+
+def tiny_gpt2(seed: int, vocab_size: int = 61, n_positions: int = 48, n_embd: int = 32, n_layer: int = 2,
+              n_head: int = 4, dtype: torch.dtype = torch.float32, init_range: float = 0.3,
+              eos_token_id: int | None = None) -> nn.Module:
+    """A seeded, randomly initialised ``GPT2LMHeadModel`` in eval mode, as an oracle.
+
+    ``init_range`` is larger than GPT-2's 0.02 so that next-token distributions are peaked enough for
+    greedy and beam search to have no near-ties. ``eos_token_id`` defaults to the last id.
+    """
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    eos = vocab_size - 1 if eos_token_id is None else eos_token_id
+    # no pad id in the config (a prompt holding it would draw a warning); generate() pads with EOS
+    config = GPT2Config(vocab_size=vocab_size, n_positions=n_positions, n_embd=n_embd, n_layer=n_layer,
+                        n_head=n_head, initializer_range=init_range, bos_token_id=eos, eos_token_id=eos,
+                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    with torch.random.fork_rng(devices=[]), quiet_transformers():
+        torch.manual_seed(seed)
+        model = GPT2LMHeadModel(config)
+    model.loss_type = "ForCausalLM"  # GPT2LMHeadModel's own name is not in the loss table: say it
+    model.generation_config.pad_token_id = eos
+    for key in ("top_k", "top_p", "temperature"):  # no silent sampling defaults
+        setattr(model.generation_config, key, None)
+    return model.to(dtype).eval()
+
+
+def gpt2_state_dict(hf_model: nn.Module) -> dict[str, torch.Tensor]:
+    """A ``GPT2LMHeadModel``'s weights under the course's names, ready for ``load_state_dict``.
+
+    The course GPT names its modules as GPT-2 does (``wte``, ``wpe``, ``h.0.ln_1``, ``h.0.attn.c_attn``,
+    ``h.0.mlp.c_fc``, ``ln_f``, ``lm_head``), but uses ``nn.Linear``. GPT-2's ``Conv1D`` stores its weight
+    as (in_features, out_features), the transpose of ``nn.Linear``'s (out, in): those are transposed here.
+    """
+    from transformers.pytorch_utils import Conv1D
+
+    conv = {name + ".weight" for name, m in hf_model.named_modules() if isinstance(m, Conv1D)}
+    out = {}
+    for key, value in hf_model.state_dict().items():
+        value = value.detach().t().contiguous() if key in conv else value.detach().clone()
+        out[key.removeprefix("transformer.")] = value
+    return out
+
+
+def as_gpt2(state: dict[str, torch.Tensor], n_head: int) -> nn.Module:
+    """A ``GPT2LMHeadModel`` holding a course GPT's weights (the inverse of :func:`gpt2_state_dict`).
+
+    The sizes are read from the weights; ``n_head`` cannot be, so it is given. The model is in eval mode.
+    """
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    vocab_size, n_embd = state["wte.weight"].shape
+    n_layer = 1 + max(int(k.split(".")[1]) for k in state if k.startswith("h."))
+    config = GPT2Config(vocab_size=vocab_size, n_positions=state["wpe.weight"].shape[0], n_embd=n_embd,
+                        n_layer=n_layer, n_head=n_head, bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    with quiet_transformers():
+        hf = GPT2LMHeadModel(config)
+    linear = {name for name, value in gpt2_state_dict(hf).items() if value.dim() == 2} - {"wte.weight",
+                                                                                          "wpe.weight",
+                                                                                          "lm_head.weight"}
+    converted = {("" if k == "lm_head.weight" else "transformer.") + k: v.t() if k in linear else v
+                 for k, v in state.items()}
+    hf.load_state_dict(converted)
+    return hf.eval()
+
+
+def load_gpt2_weights(model: nn.Module, hf_model: nn.Module) -> nn.Module:
+    """Copy a ``GPT2LMHeadModel``'s weights into a course GPT (strict names and shapes); returns it."""
+    from dlcourse.checks import load_weights
+
+    load_weights(model, gpt2_state_dict(hf_model))
+    return model
+
+
+class CachedLM(nn.Module):
+    """A Hugging Face causal LM behind the course GPT's interface, ``model(ids, past=past)`` → LMOutput.
+
+    It records, per call, how many tokens were fed (``fed``) and whether the cache passed in was the one
+    the previous call returned (``got_past``), so a test can tell cached generation from recomputation.
+    While recording, each call hands out a cache of its own (Hugging Face's grows in place), so reusing a
+    stale one gives stale results, as it would with the course GPT's tuples.
+    """
+
+    def __init__(self, hf_model: nn.Module, record: bool = True) -> None:
+        super().__init__()
+        self.hf = hf_model
+        self.record = record
+        self.fed: list[int] = []
+        self.got_past: list[bool] = []
+        self._last: object | None = None
+
+    def forward(self, input_ids: torch.Tensor, past: object | None = None) -> LMOutput:
+        if self.record:
+            self.fed.append(int(input_ids.shape[1]))
+            self.got_past.append(past is not None and past is self._last)
+        if self.record and past is not None:
+            past = copy.deepcopy(past)
+        out = self.hf(input_ids, past_key_values=past, use_cache=True)
+        self._last = out.past_key_values
+        return LMOutput(out.logits, out.past_key_values)
+
+
+@contextlib.contextmanager
+def generation_refused(why: str = "write the decoding yourself") -> Iterator[None]:
+    """Inside the block, Hugging Face's ``generate`` and every logits processor raise ForbiddenCall."""
+    from transformers import GenerationMixin
+    from transformers.generation import logits_process
+
+    from dlcourse.checks import ForbiddenCall
+
+    def refuse(name: str):
+        def call(*args, **kwargs):
+            raise ForbiddenCall(f"{name} is not allowed here: {why}")
+        return call
+
+    targets = [(GenerationMixin, "generate")] + [
+        (cls, "__call__") for cls in vars(logits_process).values()
+        if isinstance(cls, type) and issubclass(cls, logits_process.LogitsProcessor)]
+    saved = [(owner, attr, owner.__dict__.get(attr)) for owner, attr in targets]
+    try:
+        for owner, attr in targets:
+            setattr(owner, attr, refuse(f"{owner.__name__}.{attr}"))
+        yield
+    finally:
+        for owner, attr, original in saved:
+            if original is None:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, original)
+
+
+@torch.no_grad()
+def hf_generate(hf_model: nn.Module, input_ids: torch.Tensor, **kwargs):
+    """``hf_model.generate(input_ids, do_sample=False, **kwargs)`` on unpadded prompts, quietly.
+
+    The attention mask is given as all ones: without it, ``generate`` treats every prompt token equal to
+    ``pad_token_id`` as padding.
+    """
+    with quiet_transformers():
+        return hf_model.generate(input_ids, attention_mask=torch.ones_like(input_ids),
+                                 **{"do_sample": False, **kwargs})
+
+
+SMOLLM2 = "smollm2-135m-instruct"
+_SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No progress bars or warnings on stderr while a model loads (the GGUF reader uses plain tqdm)."""
+    import os
+    import warnings
+
+    from transformers.utils import logging
+
+    saved = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"
+    bars = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        with quiet_transformers(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if bars:
+            logging.enable_progress_bar()
+        if saved is None:
+            os.environ.pop("TQDM_DISABLE", None)
+        else:
+            os.environ["TQDM_DISABLE"] = saved
+
+
+def load_smollm2(device: torch.device | str = "cpu"):
+    """SmolLM2-135M-Instruct (Apache-2.0) and its tokenizer, offline, in eval mode: ``(model, tokenizer)``.
+
+    ``make setup`` fetches the GGUF file (Q4_1) and calls this once: the first load de-quantises it to
+    float32 (≈ 20 s on two CPU cores) and keeps a ``save_pretrained`` copy beside it, which later loads in
+    about a second.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from dlcourse.assets import model_dir
+
+    folder = model_dir(SMOLLM2)
+    converted = folder / "transformers"
+    with _quiet_loading():
+        if (converted / "config.json").exists() and (converted / "model.safetensors").exists():
+            tokenizer = AutoTokenizer.from_pretrained(converted)
+            model = AutoModelForCausalLM.from_pretrained(converted)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=_SMOLLM2_GGUF)
+            model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=_SMOLLM2_GGUF)
+            _save_dequantized(model, tokenizer, converted)
+    return model.to(device).eval(), tokenizer
+
+
+def _save_dequantized(model: nn.Module, tokenizer, path) -> None:
+    """Save a GGUF-loaded model as plain safetensors (its GGUF quantizer refuses ``save_pretrained``)."""
+    config = type(model.config).from_dict({k: v for k, v in model.config.to_dict().items()
+                                           if k != "quantization_config"})
+    with torch.device("meta"):
+        clean = type(model)(config)
+    clean.load_state_dict(model.state_dict(), assign=True)
+    clean.tie_weights()
+    clean.generation_config = model.generation_config
+    partial = path.with_name(path.name + ".partial")
+    clean.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    partial.replace(path)
+
+
+if __name__ == "__main__":  # `python -m dlcourse.lm prepare`: convert SmolLM2 once (make setup)
+    import sys
+    import time
+
+    if sys.argv[1:] != ["prepare"]:
+        raise SystemExit("usage: python -m dlcourse.lm prepare")
+    start = time.perf_counter()
+    load_smollm2()
+    print(f"SmolLM2-135M ready in {time.perf_counter() - start:.1f} s")

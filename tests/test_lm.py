@@ -1,0 +1,129 @@
+"""Chapter 04's package pieces: the Shakespeare corpus, GPT-2 weight conversion, the refusal guard, the
+cached-model adapter and the sampling explorer's logic."""
+
+import pytest
+import torch
+from transformers import GPT2LMHeadModel, TopKLogitsWarper
+
+from dlcourse import checks, lm, shakespeare, widgets
+
+
+def test_corpus_is_the_measured_text_split_by_whole_plays():
+    train, val = shakespeare.split()
+    assert shakespeare.sha256(shakespeare.text()) == shakespeare.TEXT_SHA256
+    assert len(train) + len(val) == len(shakespeare.text())
+    assert 0.08 < len(val) / (len(train) + len(val)) < 0.12
+    assert val.startswith(shakespeare.text(("hamlet",))[:200])
+    assert "**" not in train and "_Enter" not in train and "\\[" not in train  # markdown is gone
+    corpus = shakespeare.char_corpus()
+    assert corpus.tokenizer.decode(corpus.val[:500]) == val[:500]
+    x, y = corpus.batch("train", 4, 16, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (4, 16) and torch.equal(x[:, 1:], y[:, :-1])
+
+
+def test_char_tokenizer_refuses_unknown_characters():
+    tok = shakespeare.CharTokenizer("abc\n")
+    assert tok.decode(tok.encode("cab\n")) == "cab\n"
+    with pytest.raises(ValueError, match="outside the alphabet"):
+        tok.encode("abz")
+    with pytest.raises(KeyError, match="unknown plays"):
+        shakespeare.text(("no-such-play",))
+
+
+def test_bpe_is_deterministic_and_lossless():
+    docs = shakespeare.text(("macbeth",)).split("\n\n")
+    a, b = shakespeare.train_bpe(docs, 300), shakespeare.train_bpe(docs, 300)
+    assert a.to_str() == b.to_str()
+    line = "Is this a dagger which I see before me?"
+    assert a.decode(a.encode(line).ids) == line
+    assert len(a.encode(line).ids) < len(line.encode())
+
+
+def test_gpt2_state_dict_transposes_conv1d_and_drops_the_prefix():
+    hf = lm.tiny_gpt2(seed=0, n_embd=16, n_head=2, n_layer=1, vocab_size=20)
+    state = lm.gpt2_state_dict(hf)
+    assert "wte.weight" in state and not any(k.startswith("transformer.") for k in state)
+    assert torch.equal(state["h.0.attn.c_attn.weight"], hf.transformer.h[0].attn.c_attn.weight.t())
+    assert state["h.0.mlp.c_fc.weight"].shape == (64, 16)
+    assert torch.equal(state["ln_f.bias"], hf.transformer.ln_f.bias)
+
+
+def test_tiny_gpt2_is_seeded_and_has_no_sampling_defaults():
+    a, b = lm.tiny_gpt2(seed=3), lm.tiny_gpt2(seed=3)
+    assert isinstance(a, GPT2LMHeadModel) and not a.training
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+    assert not torch.equal(a.lm_head.weight, lm.tiny_gpt2(seed=4).lm_head.weight)
+    assert a.generation_config.top_k is None and a.generation_config.pad_token_id == 60
+
+
+def test_generation_refused_blocks_then_restores():
+    hf = lm.tiny_gpt2(seed=0)
+    ids = torch.tensor([[1, 2, 3]])
+    expected = lm.hf_generate(hf, ids, max_new_tokens=3)
+    with lm.generation_refused():
+        with pytest.raises(checks.ForbiddenCall, match="generate"):
+            hf.generate(ids, max_new_tokens=3)
+        with pytest.raises(checks.ForbiddenCall, match="TopKLogitsWarper"):
+            TopKLogitsWarper(2)(ids, torch.randn(1, 5))
+    assert torch.equal(lm.hf_generate(hf, ids, max_new_tokens=3), expected)
+    assert torch.isinf(TopKLogitsWarper(2)(ids, torch.randn(1, 5))).sum() == 3
+
+
+def test_cached_lm_records_calls_and_matches_the_full_forward():
+    hf = lm.tiny_gpt2(seed=1)
+    model = lm.CachedLM(hf)
+    ids = torch.randint(60, (2, 9))
+    with torch.no_grad():
+        first = model(ids[:, :6])
+        rest = model(ids[:, 6:], past=first.past)
+        full = hf(ids).logits
+    torch.testing.assert_close(rest.logits, full[:, 6:], rtol=1e-5, atol=1e-5)
+    assert model.fed == [6, 3] and model.got_past == [False, True]
+    quiet = lm.CachedLM(hf, record=False)
+    quiet(ids)
+    assert quiet.fed == []
+
+
+def test_next_token_state_shows_what_the_filters_removed():
+    logits = torch.tensor([2.0, 1.0, 0.0, -1.0, float("-inf")])
+    filtered = logits.clone()
+    filtered[2:] = float("-inf")
+    state = widgets.next_token_state(logits, filtered, lambda ids: "abcd "[ids[0]], show=4)
+    assert state.labels == ["a", "b", "c", "d"]
+    assert state.kept.tolist() == [True, True, False, False]
+    assert state.kept_total == 2 and state.vocab_size == 5
+    torch.testing.assert_close(state.after.sum(), torch.tensor(1.0, dtype=torch.float64))
+    torch.testing.assert_close(state.after[0] / state.after[1], torch.tensor(2.718281828, dtype=torch.float64))
+    assert state.after[2] == 0 and state.before[2] > 0
+    with pytest.raises(ValueError, match="removed every token"):
+        widgets.next_token_state(logits, torch.full((5,), float("-inf")), str)
+
+
+def test_sampling_explorer_redraws_and_continues():
+    vocab = "ab\n"
+
+    def next_logits(ids):
+        return torch.tensor([[1.0, 0.5, -1.0]])
+
+    model = widgets.LanguageModel("toy", next_logits, lambda s: [vocab.index(c) for c in s],
+                                  lambda ids: "".join(vocab[i] for i in ids), lambda text, s: "ab" * s["length"])
+
+    def keep_top(logits, ids, settings):
+        k = settings["top_k"] or logits.shape[-1]
+        return logits.masked_fill(logits < logits.topk(k).values[:, -1:], float("-inf"))
+
+    view = widgets.sampling_explorer([model], keep_top, prompt="ab")
+    renders = view.renders
+    view.controls["top_k"].value = 1
+    assert view.renders == renders + 1
+    view.controls["length"].value = 10
+    view.continue_prompt()
+    assert view.last_continuation == "ab" * 10
+
+
+def test_as_gpt2_inverts_the_conversion():
+    hf = lm.tiny_gpt2(seed=5)
+    back = lm.as_gpt2(lm.gpt2_state_dict(hf), n_head=hf.config.n_head)
+    ids = torch.randint(60, (2, 11))
+    with torch.no_grad():
+        torch.testing.assert_close(back(ids).logits, hf(ids).logits, rtol=1e-5, atol=1e-5)
