@@ -47,6 +47,22 @@ def answers_from_solution(chapter: str) -> dict[str, str]:
     return out
 
 
+def solution_regions(chapter: str) -> list[list[str]]:
+    """The lines between each ``### BEGIN SOLUTION`` and ``### END SOLUTION`` of the chapter."""
+    regions: list[list[str]] = []
+    for cell in nbformat.read(solution_notebook(chapter), as_version=4).cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if "### BEGIN SOLUTION" in line:
+                inside = True
+                regions.append([])
+            elif "### END SOLUTION" in line:
+                inside = False
+            elif inside:
+                regions[-1].append(line)
+    return regions
+
+
 def hidden_test_lines(chapter: str) -> list[str]:
     """Distinctive code lines of the chapter's hidden tests."""
     nb = nbformat.read(solution_notebook(chapter), as_version=4)
@@ -228,10 +244,9 @@ def test_committed_release_is_current_and_leaks_nothing():
     assert pipeline.release_leaks(ROOT / "course") == []
     assert pipeline.source_problems() == []
     for chapter in CHAPTERS:
-        answers = answers_from_solution(chapter)
         released = (ROOT / "course" / chapter / f"{chapter}.ipynb").read_text()
-        for source in answers.values():
-            body = [ln.strip() for ln in source.splitlines()[-3:] if ln.strip() and not ln.strip().startswith("#")]
+        for region in solution_regions(chapter):  # the last lines of every solution region
+            body = [ln.strip() for ln in region[-3:] if ln.strip() and not ln.strip().startswith("#")]
             assert not any(line in released for line in body if len(line) > 25), f"solution code in {chapter}"
 
 
