@@ -51,12 +51,8 @@ def widget_ms(repeats: int = 20) -> dict[str, float]:
 
 
 def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
-    """Chapter 04: one redraw of the next-token bars for the course GPT (forward pass, filters, figure),
+    """Chapter 04: one redraw of the next-token bars for the course GPT (forward pass, filters, HTML bars),
     and greedy generation with and without the key-value cache."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import safetensors.torch
     import torch
 
@@ -73,9 +69,7 @@ def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
         with torch.no_grad():
             logits = model(ids).logits[0, -1] / (0.5 + i / repeats)
         filtered = logits.masked_fill(logits < logits.topk(10).values[-1], float("-inf"))
-        fig = widgets.draw_next_token(widgets.next_token_state(logits, filtered, tok.decode))
-        fig.canvas.draw()
-        plt.close(fig)
+        widgets.next_token_html(widgets.next_token_state(logits, filtered, tok.decode))
         times.append((time.perf_counter() - start) * 1000)
     prompt = ids[:, :8]
     n_new = model.config.n_positions - prompt.shape[1]

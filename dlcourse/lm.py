@@ -61,6 +61,22 @@ def tiny_gpt2(seed: int, vocab_size: int = 61, n_positions: int = 48, n_embd: in
     return model.to(dtype).eval()
 
 
+def swap_tokens(hf_model: nn.Module, a: int, b: int, *ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Exchange the ids ``a`` and ``b`` in a tied-embedding GPT-2 (in place) and in the given id tensors.
+
+    The model then computes exactly what it did before, under new names: a test can make any token, id 0
+    for instance, the one the model produces most.
+    """
+    with torch.no_grad():
+        weight = hf_model.get_input_embeddings().weight
+        weight[[a, b]] = weight[[b, a]]
+
+    def swapped(t: torch.Tensor) -> torch.Tensor:
+        return torch.where(t == a, b, torch.where(t == b, a, t))
+
+    return tuple(swapped(t) for t in ids)
+
+
 def gpt2_state_dict(hf_model: nn.Module) -> dict[str, torch.Tensor]:
     """A ``GPT2LMHeadModel``'s weights under the course's names, ready for ``load_state_dict``.
 

@@ -95,6 +95,9 @@ def test_next_token_state_shows_what_the_filters_removed():
     torch.testing.assert_close(state.after.sum(), torch.tensor(1.0, dtype=torch.float64))
     torch.testing.assert_close(state.after[0] / state.after[1], torch.tensor(2.718281828, dtype=torch.float64))
     assert state.after[2] == 0 and state.before[2] > 0
+    html = widgets.next_token_html(state, title="toy")
+    assert html.count("font-family:monospace") == 4 and "2 of 5 tokens left" in html
+    assert "color:#aaa" in html  # removed tokens are greyed
     with pytest.raises(ValueError, match="removed every token"):
         widgets.next_token_state(logits, torch.full((5,), float("-inf")), str)
 
@@ -127,3 +130,31 @@ def test_as_gpt2_inverts_the_conversion():
     ids = torch.randint(60, (2, 11))
     with torch.no_grad():
         torch.testing.assert_close(back(ids).logits, hf(ids).logits, rtol=1e-5, atol=1e-5)
+
+
+def test_beam_tree_is_rebuilt_from_the_model_calls():
+    calls = [torch.tensor([[7, 1]]), torch.tensor([[7, 1, 3], [7, 1, 4]]), torch.tensor([[7, 1, 3, 5], [7, 1, 4, 6]])]
+    sequences = torch.tensor([[7, 1, 3, 5, 9], [7, 1, 4, 9, 9]])  # the second ended with EOS 9, then padding
+    tree = widgets.beam_tree_state(calls, 2, sequences, [-0.5, -0.7], pad_id=9)
+    assert tree.returned == {(3, 5, 9): 0, (4, 9): 1}
+    assert {(), (3,), (4,), (3, 5), (4, 6)} <= tree.live
+    assert tree.nodes[0] == () and set(tree.nodes) == {(), (3,), (4,), (3, 5), (4, 6), (3, 5, 9), (4, 9)}
+    fig = widgets.draw_beam_tree(tree, str)
+    labels = {t.get_text() for t in fig.axes[0].texts}
+    assert {"3", "5", "9", "6"} <= labels and "#1  -0.500" in labels
+    recorder = widgets.RecordingModel(lm.tiny_gpt2(seed=0))
+    recorder(torch.tensor([[1, 2]]))
+    assert len(recorder.calls) == 1 and recorder.calls[0].tolist() == [[1, 2]]
+
+
+def test_swap_tokens_renames_without_changing_the_model():
+    hf = lm.tiny_gpt2(seed=2)
+    ids = torch.tensor([[0, 5, 7, 5]])
+    with torch.no_grad():
+        before = hf(ids).logits
+    (renamed,) = lm.swap_tokens(hf, 5, 0, ids)
+    assert renamed.tolist() == [[5, 0, 7, 0]]
+    with torch.no_grad():
+        after = hf(renamed).logits
+    torch.testing.assert_close(after[..., [5, 0]], before[..., [0, 5]])
+    torch.testing.assert_close(after[..., 7], before[..., 7])

@@ -10,10 +10,11 @@ from dlcourse.widgets.attention import (
     heatmap_state,
 )
 from dlcourse.widgets.base import InteractiveView, interactive_view
+from dlcourse.widgets.beams import BeamTree, RecordingModel, beam_tree_explorer, beam_tree_state, draw_beam_tree
 from dlcourse.widgets.sampling import (
     LanguageModel,
     NextTokenState,
-    draw_next_token,
+    next_token_html,
     next_token_state,
     sampling_explorer,
 )
@@ -37,6 +38,11 @@ __all__ = [
     "LanguageModel",
     "NextTokenState",
     "next_token_state",
-    "draw_next_token",
+    "next_token_html",
     "sampling_explorer",
+    "RecordingModel",
+    "BeamTree",
+    "beam_tree_state",
+    "draw_beam_tree",
+    "beam_tree_explorer",
 ]

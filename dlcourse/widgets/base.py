@@ -41,7 +41,7 @@ class InteractiveView(W.VBox):
         import traceback
 
         import matplotlib.pyplot as plt
-        from IPython.display import display
+        from IPython.display import HTML, display
 
         self.last_values = self.values()
         try:
@@ -58,6 +58,8 @@ class InteractiveView(W.VBox):
             if isinstance(result, plt.Figure):
                 display(result)
                 plt.close(result)
+            elif isinstance(result, str):  # an HTML fragment
+                display(HTML(result))
         self.last_result = result
         self.renders += 1
 

@@ -2,7 +2,8 @@
 
 The notebook supplies the language models and the decoding functions (the student's own), so the widget
 shows exactly what the student's code does. :func:`next_token_state` decides what to draw and is tested
-without a browser; :func:`draw_next_token` draws it; :func:`sampling_explorer` wires the controls.
+without a browser; :func:`next_token_html` draws it as HTML bars (fast enough to follow a slider);
+:func:`sampling_explorer` wires the controls.
 """
 
 from __future__ import annotations
@@ -60,24 +61,30 @@ def next_token_state(logits: torch.Tensor, filtered: torch.Tensor, decode: Calla
                           int(kept_all.sum()), logits.numel())
 
 
-def draw_next_token(state: NextTokenState, title: str = ""):
-    """Bars of the raw probabilities (grey) with the filtered ones over them (blue); removed tokens greyed."""
-    import matplotlib.pyplot as plt
+def next_token_html(state: NextTokenState, title: str = "") -> str:
+    """The bars as HTML (a few kilobytes, drawn by the browser in a millisecond, unlike a figure).
 
-    fig, ax = plt.subplots(figsize=(8, 2.8))
-    x = range(len(state.labels))
-    ax.bar(x, state.before.numpy(), color="lightgrey", label="model")
-    ax.bar(x, state.after.numpy(), width=0.5, color=["tab:blue" if k else "none" for k in state.kept.tolist()],
-           label="after the filters")
-    ax.set_xticks(list(x), state.labels)
-    for tick, kept in zip(ax.get_xticklabels(), state.kept.tolist(), strict=True):
-        tick.set_color("black" if kept else "darkgrey")
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("probability")
-    ax.set_title(f"{title}   {state.kept_total} of {state.vocab_size} tokens left".strip())
-    ax.legend(loc="upper right", frameon=False)
-    fig.tight_layout()
-    return fig
+    Grey: the model's probability; blue over it: after the filters; removed tokens' labels are greyed out.
+    """
+    from html import escape
+
+    height = 140  # pixels for probability 1
+    columns = []
+    for label, before, after, kept in zip(state.labels, state.before.tolist(), state.after.tolist(),
+                                          state.kept.tolist(), strict=True):
+        columns.append(
+            '<div style="display:flex;flex-direction:column;align-items:center;width:34px">'
+            f'<div style="position:relative;width:24px;height:{height}px">'
+            f'<div title="model {before:.3f}" style="position:absolute;bottom:0;width:24px;'
+            f'height:{before * height:.1f}px;background:#d3d3d3"></div>'
+            f'<div title="after the filters {after:.3f}" style="position:absolute;bottom:0;left:6px;width:12px;'
+            f'height:{after * height:.1f}px;background:#1f77b4"></div></div>'
+            f'<div style="font-family:monospace;color:{"#000" if kept else "#aaa"}">{escape(label)}</div></div>')
+    header = f"{escape(title)} &nbsp; {state.kept_total} of {state.vocab_size} tokens left"
+    legend = ('<span style="color:#999">■</span> model &nbsp; <span style="color:#1f77b4">■</span> after the '
+              "filters (renormalised) &nbsp; grey labels: removed")
+    return (f'<div><b>{header}</b><div style="display:flex;align-items:flex-end;gap:2px;margin:6px 0">'
+            + "".join(columns) + f"</div><small>{legend}</small></div>")
 
 
 def sampling_explorer(models: list[LanguageModel], filter_fn: FilterFn, prompt: str = "",
@@ -112,7 +119,7 @@ def sampling_explorer(models: list[LanguageModel], filter_fn: FilterFn, prompt: 
         logits = model.next_logits(ids)
         filtered = filter_fn(logits, ids, settings(values))
         state = next_token_state(logits[0], filtered[0], model.decode)
-        return draw_next_token(state, title=f"{model.name}: the next token")
+        return next_token_html(state, title=f"{model.name}: the next token")
 
     view = InteractiveView(controls, render, title="Sampling explorer")
     text_out = W.Output()

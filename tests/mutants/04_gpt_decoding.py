@@ -56,6 +56,11 @@ MUTANTS = {
         ("no causal mask", edit("attention", ("scores.masked_fill(~visible, float(\"-inf\"))", "scores"))),
         ("heads split from the wrong axis",
          edit("attention", ("t.view(B, T, H, C // H).transpose(1, 2)", "t.view(B, H, T, C // H)"))),
+        ("PyTorch's fused attention kernel, called through torch.ops",
+         edit("attention", ("weights = scores.masked_fill(~visible, float(\"-inf\")).softmax(dim=-1)\n"
+                            "        y = (weights @ v).transpose(1, 2).reshape(B, T, C)",
+                            "y = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=True)[0]"
+                            "\n        y = y.transpose(1, 2).reshape(B, T, C)"))),
     ],
     "gpt": [
         ("post-norm blocks", edit("gpt", ("attended, present = self.attn(self.ln_1(x), past)\n        x = x + attended\n"
@@ -66,10 +71,14 @@ MUTANTS = {
         ("positions restart at 0 after the cache", edit("gpt", ("torch.arange(P, P + T,", "torch.arange(0, T,"))),
         ("no final LayerNorm", edit("gpt", ("self.lm_head(self.ln_f(x))", "self.lm_head(x)"))),
         ("no residual around the MLP", edit("gpt", ("x = x + self.mlp(self.ln_2(x))", "x = self.mlp(self.ln_2(x))"))),
+        ("the length check forgets the cached positions",
+         edit("gpt", ("if P + T > self.n_positions:", "if T > self.n_positions:"))),
     ],
     "loss": [
         ("no shift: each position scored on its own token",
          edit("loss", ("logits[:, :-1].log_softmax", "logits[:, 1:].log_softmax"))),
+        ("log of softmax, which overflows", edit("loss", ("logits[:, :-1].log_softmax(dim=-1)",
+                                                          "logits[:, :-1].softmax(dim=-1).log()"))),
         ("padding counted", edit("loss", ("counted = torch.ones_like(nll) if attention_mask is None else "
                                           "attention_mask[:, 1:].to(nll.dtype)", "counted = torch.ones_like(nll)"))),
         ("the mask of the input position, not of the target",
@@ -95,6 +104,7 @@ MUTANTS = {
     ],
     "greedy": [
         ("no EOS handling", edit("greedy", ("if eos_token_id is not None:", "if False:"))),
+        ("an EOS id of 0 taken for none", edit("greedy", ("if eos_token_id is not None:", "if eos_token_id:"))),
         ("stops when any row finishes", edit("greedy", ("if finished.all():", "if finished.any():"))),
         ("the first position's logits", edit("greedy", ("model(ids).logits[:, -1]", "model(ids).logits[:, 0]"))),
         ("finished rows keep generating", edit("greedy", ("next_token = next_token.masked_fill(finished, eos_token_id)\n",
@@ -131,6 +141,9 @@ MUTANTS = {
         ("only k candidates per step", edit("beam", ("candidates.topk(min(2 * k, candidates.numel()))",
                                                      "candidates.topk(min(k, candidates.numel()))"))),
         ("no length penalty", edit("beam", ("top_scores[rank].item() / t ** length_penalty", "top_scores[rank].item()"))),
+        ("an EOS id of 0 never matches", edit("beam", ("if token[rank] == eos_token_id or t == max_new_tokens:",
+                                                         "if (eos_token_id and token[rank] == eos_token_id) "
+                                                         "or t == max_new_tokens:"))),
         ("the prompt counted in the length",
          edit("beam", ("top_scores[rank].item() / t ** length_penalty",
                        "top_scores[rank].item() / (t + input_ids.shape[1]) ** length_penalty"))),
@@ -140,6 +153,7 @@ MUTANTS = {
     ],
     "cache": [
         ("recomputes the whole sequence every step", _RECOMPUTE),
+        ("an EOS id of 0 taken for none", edit("cache", ("if eos_token_id is not None:", "if eos_token_id:"))),
         ("the cache is never updated", edit("cache", ("out = model(next_token[:, None], past=out.past)",
                                                       "out = model(next_token[:, None], past=first.past)"),
                                             ("out = model(ids)  # prefill", "out = first = model(ids)  # prefill"))),

@@ -1,0 +1,135 @@
+"""Beam-search tree: which partial sequences beam search kept at each step, which it dropped, and which
+hypotheses it returned (chapter 04).
+
+The tree is rebuilt from what the model was asked: a beam search calls the model once per step on its
+live beams, so recording those inputs (:class:`RecordingModel`) shows every beam, with no hook inside the
+search itself — the student's own ``beam_search`` can be drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+class RecordingModel(nn.Module):
+    """Wraps a model and keeps a copy of every ``input_ids`` it is called with (in ``calls``)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.calls: list[torch.Tensor] = []
+
+    def forward(self, input_ids: torch.Tensor, *args, **kwargs):
+        self.calls.append(input_ids.detach().cpu().clone())
+        return self.model(input_ids, *args, **kwargs)
+
+
+@dataclass(frozen=True)
+class BeamTree:
+    """Nodes are generated-token prefixes (tuples of ids); ``returned`` maps each returned one to its rank."""
+
+    nodes: list[tuple[int, ...]]  # every prefix seen, parents before children
+    live: set[tuple[int, ...]]  # prefixes that were live beams at some step
+    returned: dict[tuple[int, ...], int]  # returned hypotheses → rank (0 = best)
+    scores: list[float]
+
+
+def beam_tree_state(calls: Sequence[torch.Tensor], prompt_length: int, sequences: torch.Tensor,
+                    scores: torch.Tensor | Sequence[float], pad_id: int | None = None) -> BeamTree:
+    """Rebuild the tree from the model's inputs and the returned ``sequences`` (k, T + L).
+
+    Returned sequences are cut after their first ``pad_id`` (the EOS that ended them); the padding after it
+    is not part of the hypothesis.
+    """
+    live: set[tuple[int, ...]] = set()
+    for ids in calls:
+        for row in ids.tolist():
+            live.add(tuple(row[prompt_length:]))
+    returned: dict[tuple[int, ...], int] = {}
+    for rank, row in enumerate(sequences.tolist()):
+        generated = row[prompt_length:]
+        if pad_id is not None and pad_id in generated:
+            generated = generated[: generated.index(pad_id) + 1]
+        returned.setdefault(tuple(generated), rank)
+    nodes = {prefix[:n] for prefix in live | set(returned) for n in range(len(prefix) + 1)}
+    ordered = sorted(nodes, key=lambda p: (len(p), p))
+    return BeamTree(ordered, live, returned, [float(s) for s in scores])
+
+
+def draw_beam_tree(tree: BeamTree, token_label: Callable[[int], str], title: str = ""):
+    """Steps left to right; returned hypotheses in colour with their scores, dropped beams in grey."""
+    import matplotlib.pyplot as plt
+
+    children: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    for node in tree.nodes[1:]:
+        children.setdefault(node[:-1], []).append(node)
+    y: dict[tuple[int, ...], float] = {}
+
+    def place(node: tuple[int, ...], next_leaf: list[float]) -> float:
+        kids = children.get(node, [])
+        if not kids:
+            y[node] = next_leaf[0]
+            next_leaf[0] += 1
+        else:
+            y[node] = sum(place(kid, next_leaf) for kid in kids) / len(kids)
+        return y[node]
+
+    leaves = [0.0]
+    place((), leaves)
+    on_path = {r[:n]: rank for r, rank in sorted(tree.returned.items(), key=lambda kv: -kv[1])
+               for n in range(len(r) + 1)}
+    colours = plt.get_cmap("tab10")
+    depth = max(len(n) for n in tree.nodes)
+    fig, ax = plt.subplots(figsize=(min(2 + 0.9 * depth, 16), max(2.5, 0.32 * leaves[0] + 1)))
+    for node in tree.nodes[1:]:
+        parent = node[:-1]
+        rank = on_path.get(node)
+        colour = colours(rank) if rank is not None else "lightgrey"
+        ax.plot([len(parent), len(node)], [y[parent], y[node]], color=colour, lw=2 if rank is not None else 1,
+                zorder=1 if rank is None else 2)
+        ax.text(len(node), y[node], token_label(node[-1]), ha="center", va="center", fontsize=8,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": colour}, zorder=3)
+    for hypothesis, rank in tree.returned.items():
+        if rank < len(tree.scores):
+            ax.text(len(hypothesis) + 0.45, y[hypothesis], f"#{rank + 1}  {tree.scores[rank]:.3f}",
+                    va="center", fontsize=8, color=colours(rank))
+    ax.plot([0], [y[()]], "ko")
+    ax.set_xlim(-0.5, depth + 1.8)
+    ax.invert_yaxis()
+    ax.set_yticks([])
+    ax.set_xlabel("step")
+    ax.set_title(title or "beam search: kept beams in colour (returned hypotheses with their scores), dropped in grey")
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def beam_tree_explorer(search: Callable[[nn.Module, torch.Tensor, int, int], tuple[torch.Tensor, torch.Tensor]],
+                       model: nn.Module, encode: Callable[[str], list[int]], token_label: Callable[[int], str],
+                       prompt: str, eos_id: int | None = None, max_steps: int = 20):
+    """A prompt box and sliders for the beam width and the number of steps, above the tree that
+    ``search(model, ids (1, T), num_beams, max_new_tokens)`` grows."""
+    import ipywidgets as W
+
+    from dlcourse.widgets.base import interactive_view
+
+    controls = {
+        "text": W.Text(value=prompt, description="prompt"),
+        "beams": W.IntSlider(value=3, min=1, max=6, description="beams"),
+        "steps": W.IntSlider(value=min(8, max_steps), min=1, max=max_steps, description="steps"),
+    }
+
+    def render(text: str, beams: int, steps: int):
+        recorder = RecordingModel(model)
+        device = next(model.parameters()).device
+        ids = torch.tensor([encode(text or " ")], device=device)
+        sequences, scores = search(recorder, ids, beams, steps)
+        tree = beam_tree_state(recorder.calls, ids.shape[1], sequences.cpu(), scores, pad_id=eos_id)
+        return draw_beam_tree(tree, token_label)
+
+    return interactive_view(controls, render, title="Beam search, step by step")
