@@ -199,27 +199,29 @@ _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 @contextlib.contextmanager
 def _quiet_loading() -> Iterator[None]:
-    """No progress bars or warnings on stderr while a model loads (the GGUF reader uses plain tqdm)."""
-    import os
+    """No progress bars or warnings on stderr while a model loads.
+
+    transformers' own bars have a switch; its GGUF reader uses a plain ``tqdm``, silenced here by handing it
+    one that is disabled.
+    """
+    import functools
     import warnings
 
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
     from transformers.utils import logging
 
-    saved = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"
     bars = logging.is_progress_bar_enabled()
     logging.disable_progress_bar()
+    plain_tqdm = gguf_utils.tqdm
+    gguf_utils.tqdm = functools.partial(plain_tqdm, disable=True)
     try:
         with quiet_transformers(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
+        gguf_utils.tqdm = plain_tqdm
         if bars:
             logging.enable_progress_bar()
-        if saved is None:
-            os.environ.pop("TQDM_DISABLE", None)
-        else:
-            os.environ["TQDM_DISABLE"] = saved
 
 
 def load_smollm2(device: torch.device | str = "cpu"):
