@@ -83,6 +83,11 @@ def parse_play(markdown: str) -> str:
 
 
 @cache
+def _play_text(slug: str) -> str:
+    """One play, read and parsed once per process."""
+    return parse_play(play_files()[slug].read_text(encoding="utf-8"))
+
+
 def text(plays: tuple[str, ...] | None = None) -> str:
     """The plain text of ``plays`` (slugs; default all 38, in slug order)."""
     files = play_files()
@@ -90,7 +95,7 @@ def text(plays: tuple[str, ...] | None = None) -> str:
     unknown = [p for p in chosen if p not in files]
     if unknown:
         raise KeyError(f"unknown plays {unknown}; known: {', '.join(files)}")
-    return "".join(parse_play(files[p].read_text(encoding="utf-8")) for p in chosen)
+    return "".join(_play_text(p) for p in chosen)
 
 
 def split() -> tuple[str, str]:
