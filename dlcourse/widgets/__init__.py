@@ -17,6 +17,7 @@ from dlcourse.widgets.sampling import (
     next_token_html,
     next_token_state,
     sampling_explorer,
+    token_label,
 )
 from dlcourse.widgets.softmax import TemperatureState, draw_temperature, softmax_temperature, temperature_state
 
@@ -40,6 +41,7 @@ __all__ = [
     "next_token_state",
     "next_token_html",
     "sampling_explorer",
+    "token_label",
     "RecordingModel",
     "BeamTree",
     "beam_tree_state",

@@ -42,7 +42,8 @@ class NextTokenState:
     vocab_size: int
 
 
-def _label(text: str) -> str:
+def token_label(text: str) -> str:
+    """A token's text made visible: newline ⏎, space ␣, empty ∅."""
     return {"\n": "⏎", " ": "␣", "": "∅"}.get(text, text.replace("\n", "⏎").replace(" ", "␣"))
 
 
@@ -57,7 +58,7 @@ def next_token_state(logits: torch.Tensor, filtered: torch.Tensor, decode: Calla
         raise ValueError("the filters removed every token")
     after = filtered.double().softmax(-1)
     top = before.topk(min(show, logits.numel())).indices
-    return NextTokenState([_label(decode([int(i)])) for i in top], before[top], after[top], kept_all[top],
+    return NextTokenState([token_label(decode([int(i)])) for i in top], before[top], after[top], kept_all[top],
                           int(kept_all.sum()), logits.numel())
 
 
