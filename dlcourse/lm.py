@@ -193,6 +193,14 @@ def hf_generate(hf_model: nn.Module, input_ids: torch.Tensor, **kwargs):
                                  **{"do_sample": False, **kwargs})
 
 
+def frequent_token(hf_model: nn.Module, input_ids: torch.Tensor, max_new_tokens: int) -> int:
+    """The token a model generates most often from ``input_ids`` (greedy, no EOS): a test's EOS that
+    the model really produces."""
+    generated = hf_generate(hf_model, input_ids, max_new_tokens=max_new_tokens, eos_token_id=None,
+                            pad_token_id=0)[:, input_ids.shape[1]:]
+    return int(generated.flatten().mode().values)
+
+
 SMOLLM2 = "smollm2-135m-instruct"
 _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

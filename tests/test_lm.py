@@ -158,3 +158,12 @@ def test_swap_tokens_renames_without_changing_the_model():
         after = hf(renamed).logits
     torch.testing.assert_close(after[..., [5, 0]], before[..., [0, 5]])
     torch.testing.assert_close(after[..., 7], before[..., 7])
+
+
+def test_frequent_token_is_the_mode_of_the_greedy_continuation():
+    hf = lm.tiny_gpt2(seed=10)
+    prompt = torch.randint(60, (3, 4), generator=torch.Generator().manual_seed(0))
+    generated = lm.hf_generate(hf, prompt, max_new_tokens=12, eos_token_id=None, pad_token_id=0)[:, 4:]
+    token = lm.frequent_token(hf, prompt, 12)
+    counts = torch.bincount(generated.flatten(), minlength=61)
+    assert counts[token] == counts.max() > 1
