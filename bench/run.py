@@ -56,7 +56,7 @@ def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
     import safetensors.torch
     import torch
 
-    from dlcourse import data, lm, shakespeare, widgets
+    from dlcourse import data, lm, runtime, shakespeare, widgets
 
     torch.set_num_threads(2)
     state = safetensors.torch.load_file(str(data.bundled("04_shakespeare_gpt")))
@@ -73,14 +73,8 @@ def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
         times.append((time.perf_counter() - start) * 1000)
     prompt = ids[:, :8]
     n_new = model.config.n_positions - prompt.shape[1]
-    generation = {}
-    for cache in (False, True):
-        runs = []
-        for _ in range(3):
-            start = time.perf_counter()
-            lm.hf_generate(model, prompt, max_new_tokens=n_new, use_cache=cache, eos_token_id=None)
-            runs.append(time.perf_counter() - start)
-        generation[cache] = min(runs) * 1000
+    generation = {cache: 1000 * runtime.best_time(lambda cache=cache: lm.hf_generate(
+        model, prompt, max_new_tokens=n_new, use_cache=cache, eos_token_id=None)) for cache in (False, True)}
     return {"sampling_explorer redraw (course GPT), median ms": round(statistics.median(times), 1),
             f"course GPT greedy, {n_new} tokens, without cache, ms": round(generation[False], 1),
             f"course GPT greedy, {n_new} tokens, with cache, ms": round(generation[True], 1)}

@@ -14,7 +14,9 @@ import os
 import platform
 import random
 import sys
+import time
 import warnings
+from collections.abc import Callable
 from typing import TypeVar
 
 import numpy as np
@@ -65,6 +67,16 @@ def get_device(prefer: str | None = None) -> torch.device:
 def _mps_available() -> bool:
     backend = getattr(torch.backends, "mps", None)
     return bool(backend is not None and backend.is_available())
+
+
+def best_time(fn: Callable[[], object], repeats: int = 3) -> float:
+    """The fastest of ``repeats`` runs of ``fn()``, in seconds (the least disturbed by other work)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
 
 
 def seed_everything(seed: int = 0) -> torch.Generator:

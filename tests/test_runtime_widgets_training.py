@@ -132,3 +132,17 @@ def test_fetched_models_are_verified():
     for name, asset in assets.ASSETS.items():
         assert assets.problems(asset) == [], name
         assert assets.model_dir(name).is_dir()
+
+
+def test_best_time_is_the_fastest_run():
+    pauses = iter([0.03, 0.001, 0.02])
+    calls = []
+
+    def work():
+        import time
+
+        calls.append(1)
+        time.sleep(next(pauses))
+
+    best = runtime.best_time(work, repeats=3)
+    assert len(calls) == 3 and 0.001 <= best < 0.015
