@@ -10,6 +10,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 STAMP  := $(VENV)/.installed
 CH     ?=
+UNSAFE ?=
 PIPELINE := $(PY) autograder/pipeline.py
 
 
@@ -24,8 +25,7 @@ setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader exten
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  echo "installing bubblewrap (the autograder's sandbox)" && apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
 	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; } || true
-	@if [ -f autograder/sandbox_kernel.py ]; then $(PY) autograder/sandbox_kernel.py install >/dev/null; \
-	  $(PY) autograder/sandbox_kernel.py check || true; fi
+	@if [ -f autograder/sandbox.py ]; then $(PY) autograder/sandbox.py check || true; fi
 	@echo "setup complete: run 'make test' to check everything, 'make lab' to start"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -63,7 +63,7 @@ release: instructor-only setup ## generate course/ from solutions/ (all chapters
 	$(PIPELINE) release $(if $(CH),--chapter $(CH))
 
 autograde: instructor-only setup ## grade every submission under autograder/submitted/<student>/<chapter>/
-	$(PIPELINE) autograde $(if $(CH),--chapter $(CH))
+	$(PIPELINE) autograde $(if $(CH),--chapter $(CH)) $(if $(UNSAFE),--unsafe)
 
 feedback: instructor-only setup ## HTML feedback (hidden tests removed) under autograder/feedback/
 	$(PIPELINE) feedback

@@ -1,22 +1,6 @@
-"""nbgrader preprocessors of the course."""
+"""nbgrader preprocessors of the course, and the lexical check of rewiring that :mod:`flags` uses."""
 
 from nbgrader.preprocessors import NbGraderPreprocessor
-
-
-class StderrToStdout(NbGraderPreprocessor):
-    """Turn stderr stream outputs into stdout ones, marked, so that noise never zeroes a passing test.
-
-    nbgrader gives a test cell 0 points when any of its output went to stderr — a deprecation warning
-    printed by a library, a progress bar. Failures are ``error`` outputs, which this leaves untouched.
-    """
-
-    def preprocess_cell(self, cell, resources, index):
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream" and output.get("name") == "stderr":
-                output["name"] = "stdout"
-                output["text"] = "".join("[stderr] " + line for line in output["text"].splitlines(True))
-        return cell, resources
-
 
 # Names under which answer cells reach the libraries and the checks. Rebinding one of these names, writing
 # to an attribute reached through one (``torch.allclose = ...``, ``checks.assert_close = ...``), or calling
@@ -161,38 +145,16 @@ def tampering(source: str) -> list[str]:
     return sorted(set(found))
 
 
-class SubmissionGuard(NbGraderPreprocessor):
-    """Before execution: an editable cell that rewires the libraries or the checks is not run.
+class ResultsOnly(NbGraderPreprocessor):
+    """Feedback: only what the grader wrote into the test cells, nothing the student's kernel printed.
 
-    Its source is replaced by a ``raise`` that names what it tried to change, so the instructor sees why
-    in the autograded notebook, and the tests that depended on that cell's definitions fail.
+    Outputs of answer and demo cells could carry text an answer captured while the grader's tests ran;
+    the student has their own outputs in their own notebook.
     """
 
     def preprocess_cell(self, cell, resources, index):
         meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or meta.get("locked") or meta.get("grade") and not meta.get("solution"):
-            return cell, resources
-        for marker in HIDDEN_MARKERS:  # marker text in an answer would break the feedback step
-            cell.source = cell.source.replace(marker, marker.replace(" ", "_"))
-        found = tampering(cell.source)
-        if found:
-            self.log.warning("cell %s rewires the test machinery: %s", index, ", ".join(found))
-            message = "grader: this cell was not run because it rewires the test machinery: " + "; ".join(found)
-            cell.source = f"raise RuntimeError({message!r})"
-        return cell, resources
-
-
-class ConciseErrors(NbGraderPreprocessor):
-    """Feedback: a failing test cell shows its error line only, not the traceback.
-
-    Tracebacks quote the test code around the failing line — for hidden tests, the very lines that
-    ClearHiddenTests removes. The check's message says what was wrong, which is what a student needs.
-    """
-
-    def preprocess_cell(self, cell, resources, index):
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "error":
-                    output["traceback"] = [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]
+        if cell.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
+            cell.outputs = []
+            cell.execution_count = None
         return cell, resources

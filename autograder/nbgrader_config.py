@@ -11,18 +11,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from course_preprocessors import ConciseErrors, StderrToStdout, SubmissionGuard  # noqa: E402
-from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.preprocessors import (  # noqa: E402
-    AssignLatePenalties,
-    CheckCellMetadata,
-    ClearHiddenTests,
-    Execute,
-    GetGrades,
-    IgnorePattern,
-    LimitOutput,
-    SaveAutoGrades,
-)
+from course_preprocessors import ResultsOnly  # noqa: E402
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
 c = get_config()  # noqa: F821
 
@@ -43,26 +34,8 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.egg
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# Autograding: a per-cell timeout; stderr noise (warnings, progress bars) is moved to stdout before the
-# grades are read, because nbgrader scores any test cell with stderr output 0.
-c.Execute.timeout = int(os.environ.get("DLCOURSE_CELL_TIMEOUT", "300"))
-c.Execute.interrupt_on_timeout = True
-# The pipeline sets DLCOURSE_GRADING_KERNEL=dlcourse-grading when the bubblewrap sandbox works here
-# (autograder/sandbox_kernel.py): the student's code then cannot read solutions/ or the gradebook.
-c.Execute.kernel_name = os.environ.get("DLCOURSE_GRADING_KERNEL", "")
-# Cells that rewire torch or the checks are not run (SubmissionGuard).
-c.Autograde.autograde_preprocessors = [
-    SubmissionGuard,
-    Execute,
-    StderrToStdout,
-    IgnorePattern,
-    ClearMetadataPreprocessor,
-    LimitOutput,
-    SaveAutoGrades,
-    AssignLatePenalties,
-    CheckCellMetadata,
-]
+# Autograding does not go through nbgrader's Execute: autograder/grade.py runs the student's cells in a
+# sandboxed kernel and the tests in the grader, and pipeline.py records the scores in the gradebook.
 
-# Feedback: hidden tests are removed before the HTML is written, and failing test cells show the error
-# message without the traceback (which would quote hidden test code).
-c.GenerateFeedback.preprocessors = [GetGrades, ConciseErrors, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Feedback: hidden tests are removed, and only the grader's results are shown (no kernel outputs).
+c.GenerateFeedback.preprocessors = [GetGrades, ResultsOnly, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

@@ -24,7 +24,6 @@ import sys
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -40,6 +39,7 @@ SUBMITTED = GRADING / "submitted"
 AUTOGRADED = GRADING / "autograded"
 FEEDBACK = GRADING / "feedback"
 GRADES_CSV = GRADING / "grades.csv"
+RESULTS = GRADING / "results"
 KERNEL_NAME = "dlcourse"
 
 # What students receive: no solutions/, no autograder/, no tests/.
@@ -217,15 +217,6 @@ def release_leaks(root: Path) -> list[str]:
 # ------------------------------------------------------------------------------------------- grading
 
 
-@dataclass
-class GradingResult:
-    student: str
-    chapter: str
-    ok: bool
-    seconds: float
-    message: str = ""
-
-
 def sync_gradebook() -> None:
     """Record every chapter's source cells in the gradebook (autograde restores locked cells from it)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -247,33 +238,64 @@ def submissions(student: str | None = None, chapter: str | None = None) -> list[
     return pairs
 
 
-def grading_kernel() -> str:
-    """The kernel autograding uses: the bubblewrap sandbox when it works here, else the plain course kernel."""
-    import sandbox_kernel
+def record(result, graded_nb: nbformat.NotebookNode, notebook_name: str, db_url: str | None = None) -> None:
+    """Write one submission's result: the autograded notebook, its JSON, and the gradebook (the one writer)."""
+    from nbgrader.api import Gradebook, MissingEntry
 
-    return sandbox_kernel.KERNEL_NAME if sandbox_kernel.works() else ""
+    out_dir = AUTOGRADED / result.student / result.chapter
+    out_dir.mkdir(parents=True, exist_ok=True)
+    nbformat.write(graded_nb, out_dir / f"{notebook_name}.ipynb")
+    (out_dir / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) + "\n")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{result.student}__{result.chapter}.json").write_text(json.dumps(result.to_json(), indent=1) + "\n")
+    with Gradebook(db_url or f"sqlite:///{GRADING / 'gradebook.db'}") as gb:
+        gb.update_or_create_student(result.student)
+        try:
+            gb.find_submission(result.chapter, result.student)
+        except MissingEntry:
+            gb.add_submission(result.chapter, result.student)
+        for test in result.tests:
+            grade = gb.find_grade(test.grade_id, notebook_name, result.chapter, result.student)
+            grade.auto_score = test.score
+            grade.manual_score = None
+            grade.needs_manual_grade = test.exercise in result.flagged
+        nb = gb.find_submission_notebook(notebook_name, result.chapter, result.student)
+        nb.flagged = bool(result.flagged) or bool(result.error)
+        gb.db.commit()
 
 
-def autograde(student: str | None = None, chapter: str | None = None,
-              timeout_per_submission: float = 1800) -> list[GradingResult]:
-    """Autograde every submission (or the chosen ones), each in its own nbgrader process."""
+def autograde(student: str | None = None, chapter: str | None = None, cell_timeout: float = 300,
+              submission_timeout: float = 1800, unsafe: bool = False):
+    """Grade every submission (or the chosen ones): each in a fresh sandbox, tests in this process."""
+    import grade as grading
+    import sandbox
+
+    ok, why = sandbox.bwrap_available()
+    if not ok and not unsafe:
+        raise PipelineError(f"the grading sandbox cannot be had here: {why}. Grading untrusted code without it "
+                            "exposes the solutions and the gradebook; pass --unsafe (UNSAFE=1) to grade anyway.")
     known = set(chapters())
-    os.environ["DLCOURSE_GRADING_KERNEL"] = grading_kernel()
     sync_gradebook()
     results = []
     for sid, ch in submissions(student, chapter):
-        start = time.perf_counter()
         if ch not in known:
-            results.append(GradingResult(sid, ch, False, 0.0, f"unknown chapter {ch!r}"))
+            results.append(grading.GradeResult(sid, ch, error=f"unknown chapter {ch!r}"))
             continue
-        try:
-            proc = nbgrader("autograde", ch, "--student", sid, "--force", timeout=timeout_per_submission,
-                            check=False)
-            ok = proc.returncode == 0 and (AUTOGRADED / sid / ch).exists()
-            msg = "" if ok else (proc.stdout + proc.stderr)[-1500:]
-        except PipelineError as err:
-            ok, msg = False, str(err)
-        results.append(GradingResult(sid, ch, ok, time.perf_counter() - start, msg))
+        files = sorted((SUBMITTED / sid / ch).glob("*.ipynb"))
+        (release_nb,) = sorted((COURSE / ch).glob("*.ipynb"))
+        (source_nb,) = sorted((SOLUTIONS / ch).glob("*.ipynb"))
+        wanted = SUBMITTED / sid / ch / release_nb.name
+        path = wanted if wanted.exists() else (files[0] if files else wanted)
+        if not path.exists():
+            results.append(grading.GradeResult(sid, ch, error=f"no notebook under submitted/{sid}/{ch}/"))
+            continue
+        box = sandbox.Sandbox(unsafe=unsafe)
+        result, graded_nb = grading.grade(release_nb, path, source_nb, student=sid, chapter=ch, sandbox=box,
+                                          cell_timeout=cell_timeout, submission_timeout=submission_timeout)
+        if path != wanted:
+            result.notices.append(f"graded {path.name} (expected {wanted.name})")
+        record(result, graded_nb, release_nb.stem)
+        results.append(result)
     return results
 
 
@@ -319,7 +341,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("autograde", help="grade every submission under autograder/submitted/")
     p.add_argument("--student")
     p.add_argument("--chapter")
-    p.add_argument("--timeout", type=float, default=1800, help="seconds per submission")
+    p.add_argument("--timeout", type=float, default=float(os.environ.get("DLCOURSE_CELL_TIMEOUT", "300")),
+                   help="seconds per cell")
+    p.add_argument("--submission-timeout", type=float, default=1800, help="seconds per submission")
+    p.add_argument("--unsafe", action="store_true", help="grade without the sandbox (only where it cannot be had)")
     sub.add_parser("feedback", help="HTML feedback under autograder/feedback/")
     sub.add_parser("grades", help="export grades to autograder/grades.csv")
     sub.add_parser("bundle", help="dist/dlcourse-student.zip")
@@ -337,21 +362,22 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"notebooks ok: {len(chapters())} chapter(s), course/ matches solutions/")
         elif args.command == "autograde":
-            results = autograde(args.student, args.chapter, args.timeout)
-            if os.environ["DLCOURSE_GRADING_KERNEL"]:
-                print("grading kernel: sandboxed (bubblewrap hides solutions/, tests/, .git/, autograder/)")
-            else:
-                print("WARNING: grading kernel NOT sandboxed: submissions can read solutions/ and the gradebook. "
-                      "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap).")
+            results = autograde(args.student, args.chapter, args.timeout, args.submission_timeout, args.unsafe)
+            if args.unsafe:
+                print("WARNING: grading WITHOUT the sandbox (--unsafe): submissions can read and write this machine")
             if not results:
                 print(f"no submissions under {SUBMITTED}/<student>/<chapter>/")
             for r in results:
-                status = "graded" if r.ok else "FAILED"
-                print(f"{status:7} {r.student:20} {r.chapter:28} {r.seconds:6.1f} s")
-                if r.message:
-                    print("        " + r.message.strip().replace("\n", "\n        "))
-            failed = [r for r in results if not r.ok]
-            print(f"{len(results) - len(failed)} graded, {len(failed)} failed")
+                status = "FAILED" if r.error else ("REVIEW" if r.flagged else "graded")
+                print(f"{status:7} {r.student:20} {r.chapter:28} {r.score:5.1f}/{r.max_score:<5.1f} {r.seconds:6.1f} s")
+                for exercise, reasons in r.flagged.items():
+                    print(f"        {exercise}: flagged for review: {'; '.join(reasons)}")
+                for line in r.notices + ([r.error] if r.error else []):
+                    print("        " + line)
+            failed = [r for r in results if r.error]
+            review = [r for r in results if r.flagged]
+            print(f"{len(results) - len(failed)} graded, {len(failed)} failed, {len(review)} flagged for review "
+                  f"(results in {RESULTS})")
             return 1 if failed else 0
         elif args.command == "feedback":
             feedback()

@@ -31,6 +31,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from dlcourse.grading import guards
+from dlcourse.grading.remote import is_remote
+from dlcourse.grading.wire import Record
+
 __all__ = [
     "CheckFailure",
     "ForbiddenCall",
@@ -48,6 +52,7 @@ __all__ = [
     "compare_gradients",
     "load_weights",
     "compare_modules",
+    "assert_same_object",
     "assert_untampered",
 ]
 
@@ -193,7 +198,7 @@ def assert_close(
     """
     tol = tol or FLOAT32
     if isinstance(expected, tuple | list):
-        if type(actual) is not type(expected) or len(actual) != len(expected):
+        if not _same_container(actual, expected) or len(actual) != len(expected):
             got = f"{type(actual).__name__} of length {len(actual)}" if isinstance(actual, tuple | list) \
                 else type(actual).__name__
             raise CheckFailure(f"{name}: expected a {type(expected).__name__} of {len(expected)} items, got {got}")
@@ -223,6 +228,14 @@ def assert_close(
     if a.shape != e.shape:
         raise CheckFailure(f"{name}: shape {a.shape}, expected {e.shape}")
     _compare_arrays(a, e, tol, name, equal_nan)
+
+
+def _same_container(actual: Any, expected: Any) -> bool:
+    """Same tuple/list type; a record from the student's kernel matches the named tuple it stands for."""
+    if type(actual) is type(expected):
+        return True
+    fields = getattr(type(expected), "_fields", None) if isinstance(expected, tuple) else None
+    return isinstance(actual, Record) and fields is not None and tuple(fields) == actual._fields
 
 
 def _is_numeric(x: Any) -> bool:
@@ -297,7 +310,7 @@ def assert_equal(actual: Any, expected: Any, name: str = "output") -> None:
                                f"got {a[idx].item()!r}, expected {e[idx].item()!r}")
         return
     if isinstance(expected, list | tuple):
-        if type(actual) is not type(expected):
+        if not _same_container(actual, expected):
             raise CheckFailure(f"{name}: expected a {type(expected).__name__}, got {type(actual).__name__}")
         for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
             if isinstance(e, list | tuple | _TensorType | np.ndarray):
@@ -393,14 +406,20 @@ def forbid(names: Iterable[str], why: str = "") -> Iterator[None]:
     ``torch.ops.aten._softmax``, code run with torch functions disabled).
     """
     patterns = frozenset(names)
-    why = f" ({why})" if why else ""
-    with _ForbidFunctions(patterns, why), _ForbidOps(patterns, why):
-        yield
+    with guards.pushed(("forbid", patterns, why)):
+        if guards.is_trusted():  # the grader: the guard travels with each call into the student's kernel
+            yield
+            return
+        why = f" ({why})" if why else ""
+        with _ForbidFunctions(patterns, why), _ForbidOps(patterns, why):
+            yield
 
 
 def _clone(x: Any) -> Any:
     if isinstance(x, _TensorType):
         return x.detach().clone().requires_grad_(x.requires_grad)
+    if isinstance(x, Record):
+        return Record(x._kind, list(x._fields), [_clone(v) for v in x])
     if isinstance(x, tuple | list):
         return type(x)(_clone(v) for v in x)
     if isinstance(x, dict):
@@ -408,12 +427,12 @@ def _clone(x: Any) -> Any:
     return x
 
 
-def _call_student(fn: Callable, args: Sequence, kwargs: dict, forbidden: Iterable[str], label: str) -> Any:
+def _call_student(fn: Callable, args: Sequence, kwargs: dict, forbidden: Iterable[str], label: str,
+                  how: Callable | None = None) -> Any:
+    """``fn(*args, **kwargs)`` (or ``how()``) under :func:`forbid`; the student's errors become CheckFailures."""
     try:
-        if forbidden:
-            with forbid(forbidden):
-                return fn(*args, **kwargs)
-        return fn(*args, **kwargs)
+        with forbid(forbidden) if forbidden else contextlib.nullcontext():
+            return how() if how is not None else fn(*args, **kwargs)
     except CheckFailure:
         raise
     except NotImplementedError as err:
@@ -446,8 +465,13 @@ def compare_with_oracle(
     """
     label = name or f"{getattr(student, '__name__', 'your function')}(...)"
     s_args, s_kwargs = _clone(list(args)), _clone(kwargs)
-    with torch.no_grad() if no_grad else contextlib.nullcontext():
-        got = _call_student(student, s_args, s_kwargs, forbidden, label)
+    if is_remote(student):  # the grader: the kernel sends back the result and its arguments after the call
+        reply = _call_student(student, s_args, s_kwargs, forbidden, label,
+                              how=lambda: student.call(s_args, s_kwargs, echo=True, no_grad=no_grad))
+        got, s_args, s_kwargs = reply["value"], list(reply["args"]), dict(reply["kwargs"])
+    else:
+        with torch.no_grad() if no_grad else contextlib.nullcontext():
+            got = _call_student(student, s_args, s_kwargs, forbidden, label)
     want = oracle(*_clone(list(args)), **_clone(kwargs))
     if exact:
         assert_equal(got, want, name=label)
@@ -469,6 +493,10 @@ def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
         nan_a, nan_b = _t_isnan(a), _t_isnan(b)
         return _t_equal(nan_a, nan_b) and _t_equal(torch.where(nan_a, 0, a), torch.where(nan_b, 0, b))
     return _t_equal(a, b)
+
+
+_DISCONNECTED = ("{label}: the result is not connected to the inputs in the autograd graph "
+                 "(did you call .detach(), .item() or build a new tensor from numbers?)")
 
 
 def _random_projection(out: Any, seed: int) -> Any:
@@ -504,14 +532,20 @@ def compare_gradients(
         i for i, a in enumerate(args) if isinstance(a, _TensorType) and a.is_floating_point()]
 
     def grads(fn: Callable, is_student: bool) -> list[torch.Tensor]:
+        if is_student and is_remote(fn):
+            reply = _call_student(fn, args, kwargs, forbidden, label,
+                                  how=lambda: fn.backward(args, kwargs, wrt=positions, seed=seed))
+            if not reply["connected"]:
+                raise CheckFailure(_DISCONNECTED.format(label=label))
+            return [torch.zeros_like(args[i]) if g is None else g
+                    for i, g in zip(positions, reply["input_grads"], strict=True)]
         xs = [(_T_detach(a).clone().requires_grad_(i in positions) if isinstance(a, _TensorType) else a)
               for i, a in enumerate(args)]
         out = (_call_student(fn, xs, _clone(kwargs), forbidden, label) if is_student
                else fn(*xs, **_clone(kwargs)))
         total = _random_projection(out, seed)
         if not isinstance(total, _TensorType) or not total.requires_grad:
-            raise CheckFailure(f"{label}: the result is not connected to the inputs in the autograd graph "
-                               f"(did you call .detach(), .item() or build a new tensor from numbers?)")
+            raise CheckFailure(_DISCONNECTED.format(label=label))
         got = torch.autograd.grad(total, [xs[i] for i in positions], allow_unused=True)
         return [torch.zeros_like(xs[i]) if g is None else g for i, g in zip(positions, got, strict=True)]
 
@@ -569,6 +603,16 @@ def compare_modules(
     grad_tol = grad_tol or tol
 
     def run(module: torch.nn.Module, is_student: bool):
+        if is_student and is_remote(module):
+            if output(_SELF) is not _SELF:
+                raise TypeError("compare_modules: `output` selects locally; against a student's kernel compare the "
+                                "whole output")
+            wrt = [i for i, x in enumerate(inputs) if isinstance(x, _TensorType) and x.is_floating_point()]
+            reply = _call_student(module, inputs, kwargs, forbidden, label,
+                                  how=lambda: module.backward(inputs, kwargs, wrt=wrt, seed=seed, params=True))
+            if not reply["connected"]:
+                raise CheckFailure(f"{label}: the output is not connected to the inputs in the autograd graph")
+            return reply["output"], list(reply["input_grads"]), dict(reply["param_grads"])
         xs = [(_T_detach(x).clone().requires_grad_(x.is_floating_point()) if isinstance(x, _TensorType) else x)
               for x in inputs]
         module.zero_grad(set_to_none=True)
@@ -605,7 +649,8 @@ def _input_names(module: torch.nn.Module, inputs: Sequence[Any]) -> list[str]:
     import inspect
 
     try:
-        params = [p for p in inspect.signature(module.forward).parameters if p != "self"]
+        params = (module.parameter_names() if is_remote(module)
+                  else [p for p in inspect.signature(module.forward).parameters if p != "self"])
     except (TypeError, ValueError):
         params = []
     return [f"input {params[i]!r}" if i < len(params) else f"input #{i}"
@@ -628,9 +673,36 @@ def _zero_if_none(g: torch.Tensor | None, like: torch.Tensor | None) -> torch.Te
 def _detach_all(x: Any) -> Any:
     if isinstance(x, _TensorType):
         return _T_detach(x)
+    if isinstance(x, Record):
+        return Record(x._kind, list(x._fields), [_detach_all(v) for v in x])
     if isinstance(x, tuple | list):
         return type(x)(_detach_all(v) for v in x)
     return x
+
+
+class _Self:
+    """Stands for a module's output when asking whether ``output=`` selects anything."""
+
+
+_SELF = _Self()
+
+
+def assert_same_object(obj: Any, a: str, b: str, message: str) -> None:
+    """Attribute paths ``a`` and ``b`` of ``obj`` lead to one object (e.g. tied weights), else fail with ``message``."""
+    if is_remote(obj):
+        same = obj.same(a, b)
+    else:
+        def walk(path: str) -> Any:
+            node = obj
+            for part in path.split("."):
+                node = getattr(node, part)
+            return node
+        try:
+            same = walk(a) is walk(b)
+        except AttributeError as err:
+            raise CheckFailure(f"{message} ({err})") from err
+    if not same:
+        raise CheckFailure(message)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -159,6 +159,12 @@ def generation_refused(why: str = "write the decoding yourself") -> Iterator[Non
     from transformers.generation import logits_process
 
     from dlcourse.checks import ForbiddenCall
+    from dlcourse.grading import guards
+
+    if guards.is_trusted():  # the grader: the refusal travels with each call into the student's kernel
+        with guards.pushed(("no_generation", why)):
+            yield
+        return
 
     def refuse(name: str):
         def call(*args, **kwargs):

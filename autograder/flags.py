@@ -1,0 +1,109 @@
+"""Escape hatches in a student's cell, found by reading its source (AST) in the grader.
+
+A cell that reaches for introspection or rewiring primitives is not run; the exercise it belongs to scores
+0 and is listed for manual review with the reason. The comparisons already happen outside the student's
+process, so these primitives can no longer change a comparison — but they could still fake what the
+kernel sends back (a guard escaped, a call log written by hand), so an answer that uses them is not trusted.
+Honest answers in this course need none of them.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from course_preprocessors import tampering
+
+# Modules whose import alone is an escape hatch (or a way out of the sandbox's rules).
+MODULES = {
+    "ctypes", "gc", "importlib", "imp", "threading", "_thread", "multiprocessing", "concurrent", "subprocess",
+    "signal", "inspect", "builtins", "__builtin__", "sys", "atexit", "asyncio", "socket", "pty", "code",
+    "codeop", "marshal", "pickle", "dill", "cloudpickle", "weakref", "ipykernel", "IPython", "traitlets",
+    "zmq", "tornado", "jupyter_client", "faulthandler", "tracemalloc", "sched", "selectors", "mmap", "resource",
+}
+# Names whose use is an escape hatch wherever it appears.
+NAMES = {
+    "__import__", "exec", "eval", "compile", "globals", "locals", "vars", "breakpoint", "get_ipython",
+    "__builtins__", "__loader__", "__spec__", "quit", "exit",
+}
+# Attributes that reach into interpreters, frames, code objects or torch's dispatch machinery.
+ATTRIBUTES = {
+    "__code__", "__globals__", "__builtins__", "__dict__", "__subclasses__", "__bases__", "__mro__",
+    "__closure__", "__func__", "__self__", "__wrapped__", "__getattribute__", "__setattr__", "__delattr__",
+    "__defaults__", "__kwdefaults__", "__reduce__", "__reduce_ex__", "__import__", "__loader__", "__spec__",
+    "__torch_function__", "__torch_dispatch__", "__set_name__", "__init_subclass__", "__class_getitem__",
+    "f_globals", "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "co_code",
+    "_C", "_disable_current_modes", "DisableTorchFunction", "DisableTorchFunctionSubclass", "_python_dispatch",
+    "TorchFunctionMode", "TorchDispatchMode", "_dynamo", "library", "_ops", "overrides", "_exit", "kill", "killpg",
+    "fork", "forkpty", "system", "popen", "spawnl", "spawnv", "execv", "execve", "execl", "execvp", "setrlimit",
+    "meta_path", "path_hooks", "settrace", "setprofile", "_getframe", "addaudithook",
+    "input_transformers_cleanup", "input_transformers_post", "ast_transformers", "events", "register_magic_function",
+    "set_custom_exc", "user_ns", "user_global_ns", "run_cell", "run_line_magic", "run_cell_magic", "shell",
+}
+# Class methods that make an object take part in torch's dispatch (a Tensor subclass that defers a call).
+METHODS = {"__torch_function__", "__torch_dispatch__", "__del__", "__getattribute__", "__init_subclass__"}
+# Magics an answer may use harmlessly.
+SAFE_MAGICS = {"time", "timeit", "matplotlib", "config", "precision"}
+
+
+def to_python(source: str) -> tuple[str, list[str]]:
+    """The cell as Python (IPython's own transforms), and the magics and shell escapes it uses."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    found = []
+    for line in source.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("!") or stripped.startswith("%%") and stripped[2:].split()[:1] not in \
+                [[m] for m in SAFE_MAGICS]:
+            found.append(f"shell command or cell magic: {stripped[:40]!r}")
+        elif stripped.startswith("%") and stripped[1:].split()[:1] not in [[m] for m in SAFE_MAGICS]:
+            found.append(f"magic: {stripped[:40]!r}")
+    try:
+        return TransformerManager().transform_cell(source), found
+    except Exception:  # noqa: BLE001 - IPython refuses it: the kernel will report the syntax error
+        return source, found
+
+
+def escape_hatches(source: str) -> list[str]:
+    """Why the grader does not trust this cell (empty when it uses no escape hatch)."""
+    python, found = to_python(source)
+    try:
+        tree = ast.parse(python)
+    except (SyntaxError, ValueError):
+        return found  # the kernel reports the syntax error; the exercise fails on its own
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.level:
+                found.append("relative import")
+            for name in names:
+                if name.split(".")[0] in MODULES:
+                    found.append(f"import of {name}")
+                if name.startswith("torch._") or name in ("torch.overrides", "torch.library") or \
+                        name.startswith(("torch.utils._python_dispatch", "torch._C")):
+                    found.append(f"import of {name}")
+            if isinstance(node, ast.ImportFrom) and node.module in ("os", "torch", "torch.utils"):
+                for alias in node.names:
+                    if alias.name in ATTRIBUTES or alias.name.startswith("_"):
+                        found.append(f"import of {node.module}.{alias.name}")
+        elif isinstance(node, ast.Name) and node.id in NAMES:
+            found.append(f"use of {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in ATTRIBUTES:
+            found.append(f"use of .{node.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2 and \
+                not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+                     and not node.args[1].value.startswith("__")):
+            found.append(f"{node.func.id} with a computed or special attribute name")
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in METHODS:
+            found.append(f"definition of {node.name}")
+        elif isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                name = ast.unparse(base)
+                if name.split(".")[-1] in ("Tensor", "Parameter", "TorchFunctionMode", "TorchDispatchMode",
+                                           "ModuleType", "MetaPathFinder", "Loader", "Thread"):
+                    found.append(f"a subclass of {name}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                any(s in node.value for s in ("__code__", "__globals__", "__builtins__", "__subclasses__")):
+            found.append("a string naming interpreter internals")
+    found += [f"rewiring: {what}" for what in tampering(python)]
+    return sorted(dict.fromkeys(found))

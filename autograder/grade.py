@@ -1,0 +1,366 @@
+"""Grade one submission: a pure step from (release notebook, submitted file) to scores and messages.
+
+What is run is assembled from the release, not from the submission: the release gives every cell, its
+order, its kind and its points; the submission gives only the answer cells (by grade id) and the code cells
+the student added. Copy-pasted or renamed test cells, edited metadata, new graded cells, reordered or
+deleted cells change nothing. An answer cell that uses an escape hatch (:mod:`flags`) is not run and
+costs its exercise, which is listed for review. A kernel that dies or hangs costs the cell it happened in:
+the kernel is restarted, the cells before it are run again, and grading goes on.
+
+Nothing here writes the gradebook; :mod:`pipeline` records results, one writer for all submissions.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from flags import escape_hatches
+from sandbox import Sandbox
+from trusted import GradingKernel, prelude_imports
+
+CELL_TIMEOUT = 300.0
+SUBMISSION_TIMEOUT = 1800.0
+ROLES = ("answer", "visible", "hidden")
+
+
+@dataclass
+class TestScore:
+    grade_id: str
+    exercise: str
+    points: float
+    score: float
+    message: str = ""
+
+
+@dataclass
+class GradeResult:
+    """Everything one submission's grading produced (JSON-able with :meth:`to_json`)."""
+
+    student: str
+    chapter: str
+    tests: list[TestScore] = field(default_factory=list)
+    flagged: dict[str, list[str]] = field(default_factory=dict)  # exercise -> reasons
+    notices: list[str] = field(default_factory=list)  # what was recovered or tolerated
+    restarts: int = 0
+    seconds: float = 0.0
+    error: str = ""  # set when the submission could not be graded at all
+
+    @property
+    def score(self) -> float:
+        return sum(t.score for t in self.tests)
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.points for t in self.tests)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["score"], data["max_score"] = self.score, self.max_score
+        return data
+
+
+# --------------------------------------------------------------------------------------------- reading
+
+
+def clean_text(text: str) -> str:
+    """Lone surrogates and other unencodable characters replaced, so the text can be sent anywhere."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if _has_surrogates(text) else text
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def _source(cell: Any) -> str:
+    src = cell.get("source", "") if isinstance(cell, dict) else ""
+    if isinstance(src, list):
+        src = "".join(s for s in src if isinstance(s, str))
+    return clean_text(src) if isinstance(src, str) else ""
+
+
+def read_submission(path: Path) -> tuple[list[dict], list[str]]:
+    """The submission's cells as dicts, recovering what it can from a damaged file; and what happened."""
+    notices = []
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        return [], [f"the submission could not be read: {err}"]
+    text = raw.decode("utf-8", errors="replace")
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+        notices.append("the file is not valid UTF-8; undecodable bytes were replaced")
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+            raise ValueError("no list of cells")
+        cells = [c for c in data["cells"] if isinstance(c, dict)]
+    except (ValueError, RecursionError) as err:
+        cells = _recover_cells(text)
+        notices.append(f"the notebook is not valid JSON ({str(err)[:120]}); {len(cells)} cell(s) recovered")
+    return cells, notices
+
+
+def _recover_cells(text: str) -> list[dict]:
+    """Cells decodable one by one from a truncated or damaged notebook."""
+    start = text.find('"cells"')
+    if start < 0:
+        return []
+    start = text.find("[", start)
+    decoder = json.JSONDecoder()
+    cells, pos = [], start + 1
+    while pos < len(text):
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        try:
+            cell, pos = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            break
+        if isinstance(cell, dict):
+            cells.append(cell)
+    return cells
+
+
+def _meta(cell: Any) -> dict:
+    meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}
+    nb = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
+    return nb if isinstance(nb, dict) else {}
+
+
+def _defined_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)}
+
+
+def exercise_of(grade_id: str) -> str:
+    """``softmax_hidden`` → ``softmax``: an exercise is an answer cell and the test cells named after it."""
+    for role in ROLES:
+        if grade_id.endswith("_" + role):
+            return grade_id.removesuffix("_" + role)
+    return grade_id
+
+
+# -------------------------------------------------------------------------------------------- planning
+
+
+@dataclass
+class Step:
+    kind: str  # "kernel" (run in the kernel) or "test" (run in the grader)
+    release_index: int | None
+    source: str
+    grade_id: str = ""
+    exercise: str = ""
+    points: float = 0.0
+    student: bool = False  # the source is the student's (answer or added cell)
+    flags: list[str] = field(default_factory=list)
+
+
+def plan(release: nbformat.NotebookNode, cells: list[dict], notices: list[str]) -> list[Step]:
+    """The cells to run, in the release's order, with the student's answers and added cells in place."""
+    release_ids = {}
+    for i, cell in enumerate(release.cells):
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid:
+            release_ids[gid] = i
+    answers: dict[str, list[str]] = {}
+    extras_after: dict[int, list[str]] = {}
+    last_release = -1
+    stubs = {i: _source(c) for i, c in enumerate(release.cells)}
+    for cell in cells:
+        gid = _meta(cell).get("grade_id")
+        ctype = cell.get("cell_type")
+        if isinstance(gid, str) and gid in release_ids:
+            idx = release_ids[gid]
+            rel = release.cells[idx]
+            if rel.metadata.get("nbgrader", {}).get("solution") and rel.cell_type == "code" and ctype == "code":
+                answers.setdefault(gid, []).append(_source(cell))
+            last_release = max(last_release, idx)
+            continue
+        if ctype != "code":
+            continue
+        src = _source(cell)
+        if not src.strip() or any(src == s for s in stubs.values()):
+            continue  # a release cell without grade id (demo) or an empty scratch cell
+        # a renamed answer cell: it defines what a missing answer's stub defines
+        renamed = None
+        for gid2, idx in release_ids.items():
+            rel = release.cells[idx]
+            if rel.metadata.get("nbgrader", {}).get("solution") and rel.cell_type == "code" and gid2 not in answers:
+                wanted = _defined_names(stubs[idx])
+                if wanted and wanted <= _defined_names(src):
+                    renamed = gid2
+                    break
+        if renamed is not None:
+            answers[renamed] = [src]
+            notices.append(f"the answer cell {renamed!r} had lost its grade id; it was found by what it defines")
+            last_release = max(last_release, release_ids[renamed])
+            continue
+        extras_after.setdefault(last_release, []).append(src)
+    for gid, sources in answers.items():
+        if len(sources) > 1:
+            edited = [s for s in sources if s != stubs[release_ids[gid]]]
+            answers[gid] = [edited[-1] if edited else sources[-1]]
+            notices.append(f"the answer cell {gid!r} appears {len(sources)} times; the last edited copy was used")
+    steps: list[Step] = []
+
+    def add_extras(after: int) -> None:
+        for src in extras_after.pop(after, []):
+            steps.append(Step("kernel", None, src, student=True, flags=escape_hatches(src)))
+
+    add_extras(-1)
+    for i, cell in enumerate(release.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        gid = meta.get("grade_id", "")
+        if cell.cell_type == "code":
+            if meta.get("solution"):
+                src = answers.get(gid, [stubs[i]])[0]
+                if gid not in answers:
+                    notices.append(f"the answer cell {gid!r} is missing; the empty stub was run")
+                steps.append(Step("kernel", i, src, gid, exercise_of(gid), student=True, flags=escape_hatches(src)))
+            elif meta.get("grade"):
+                steps.append(Step("test", i, stubs[i], gid, exercise_of(gid), float(meta.get("points", 0) or 0)))
+            else:
+                steps.append(Step("kernel", i, stubs[i], gid))
+        add_extras(i)
+    for rest in list(extras_after):
+        add_extras(rest)
+    return steps
+
+
+# ------------------------------------------------------------------------------------------- grading
+
+
+def hidden_source(release_source: str, source_notebook: nbformat.NotebookNode | None, grade_id: str) -> str:
+    """The test code to run: the source notebook's (hidden tests included) when given, else the release's."""
+    if source_notebook is None:
+        return release_source
+    for cell in source_notebook.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+            return cell.source
+    return release_source
+
+
+def strip_markers(source: str) -> str:
+    return re.sub(r"^\s*### (BEGIN|END) HIDDEN TESTS\s*$", "", source, flags=re.MULTILINE)
+
+
+def grade(release_path: Path, submission_path: Path, source_path: Path, *, student: str = "", chapter: str = "",
+          sandbox: Sandbox | None = None, cell_timeout: float = CELL_TIMEOUT,
+          submission_timeout: float = SUBMISSION_TIMEOUT) -> tuple[GradeResult, nbformat.NotebookNode]:
+    """Grade ``submission_path`` against the release; returns the result and the autograded notebook."""
+    start = time.monotonic()
+    release = nbformat.read(release_path, as_version=4)
+    source = nbformat.read(source_path, as_version=4)
+    result = GradeResult(student, chapter or release_path.parent.name)
+    cells, notices = read_submission(submission_path)
+    result.notices += notices
+    steps = plan(release, cells, result.notices)
+    for step in steps:
+        if step.flags and step.exercise:
+            result.flagged.setdefault(step.exercise, []).extend(step.flags)
+        elif step.flags:
+            result.notices.append("a cell the student added was not run: " + "; ".join(step.flags))
+    prelude = prelude_imports([release.cells[s.release_index].source for s in steps
+                               if s.kind == "kernel" and not s.student and s.release_index is not None
+                               and release.cells[s.release_index].metadata.get("nbgrader", {}).get("locked")])
+    graded = copy.deepcopy(release)
+    kernel = GradingKernel(sandbox or Sandbox())
+    ran: list[str] = []  # kernel sources that completed, for replay after a restart
+    deadline = start + submission_timeout
+    try:
+        kernel.start()
+        for step in steps:
+            cell = graded.cells[step.release_index] if step.release_index is not None else None
+            left = deadline - time.monotonic()
+            if step.kind == "kernel":
+                if step.flags:
+                    if cell is not None:
+                        cell.source = step.source
+                        cell.outputs = [_error_output("not run by the grader: it uses " + "; ".join(step.flags))]
+                    continue
+                if left <= 0:
+                    continue
+                run = kernel.run_cell(step.source, min(cell_timeout, left))
+                if cell is not None:
+                    cell.source = step.source
+                    cell.outputs = run.outputs
+                if run.status in ("died", "timeout"):
+                    what = "ended the kernel" if run.status == "died" else f"ran past {min(cell_timeout, left):.0f} s"
+                    result.notices.append(f"cell {step.grade_id or '(added by the student)'} {what}; the kernel "
+                                          "was restarted and the cells before it run again")
+                    if cell is not None:
+                        cell.outputs = run.outputs + [_error_output(f"the grader stopped this cell: it {what}")]
+                    _restart(kernel, ran, cell_timeout, deadline)
+                    result.restarts += 1
+                else:
+                    ran.append(step.source)
+                continue
+            test_source = strip_markers(hidden_source(step.source, source, step.grade_id))
+            if step.exercise in result.flagged:
+                score = TestScore(step.grade_id, step.exercise, step.points, 0.0,
+                                  "flagged for review: the answer uses " + "; ".join(result.flagged[step.exercise]))
+            elif left <= 0:
+                score = TestScore(step.grade_id, step.exercise, step.points, 0.0,
+                                  "not run: the submission used up its time limit")
+            else:
+                test = kernel.run_test(test_source, prelude, min(cell_timeout, left), step.grade_id)
+                score = TestScore(step.grade_id, step.exercise, step.points, step.points if test.passed else 0.0,
+                                  "passed" if test.passed else test.message[:4000])
+                if test.kernel_lost:
+                    result.notices.append(f"the kernel {'died' if test.kernel_lost == 'died' else 'hung'} during "
+                                          f"{step.grade_id}; it was restarted and the cells before it run again")
+                    _restart(kernel, ran, cell_timeout, deadline)
+                    result.restarts += 1
+                if test.passed and step.grade_id.endswith("_visible") and test.stdout.strip():
+                    score.message = test.stdout.strip()[:2000]
+            result.tests.append(score)
+            if cell is not None:
+                cell.outputs = [_test_output(score)]
+    except Exception as err:  # noqa: BLE001 - the grader itself failed: say so, keep the other submissions going
+        result.error = f"{type(err).__name__}: {err}"
+    finally:
+        kernel.close()
+    graded_ids = {t.grade_id for t in result.tests}
+    for step in steps:  # tests never reached (a grader failure) score 0 with the reason
+        if step.kind == "test" and step.grade_id not in graded_ids:
+            result.tests.append(TestScore(step.grade_id, step.exercise, step.points, 0.0,
+                                          result.error or "not graded"))
+    result.seconds = time.monotonic() - start
+    return result, graded
+
+
+def _restart(kernel: GradingKernel, ran: list[str], cell_timeout: float, deadline: float) -> None:
+    kernel.kill()
+    kernel.start()
+    for src in ran:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        run = kernel.run_cell(src, min(cell_timeout, left), keep=False)
+        if run.status in ("died", "timeout"):  # should not happen: it completed before
+            kernel.kill()
+            kernel.start()
+
+
+def _error_output(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output("error", ename="GraderNote", evalue=text, traceback=[f"GraderNote: {text}"])
+
+
+def _test_output(score: TestScore) -> nbformat.NotebookNode:
+    if score.score >= score.points:
+        return nbformat.v4.new_output("stream", name="stdout", text=f"{score.message}\n")
+    return nbformat.v4.new_output("error", ename="TestFailed", evalue=score.message,
+                                  traceback=[f"TestFailed: {score.message}"])

@@ -1,0 +1,251 @@
+"""The sandbox a submission runs in: bubblewrap namespaces, a minimal read-only view, limits, no network.
+
+Inside, the student's kernel sees only what a student has — the system's programs and libraries, the Python
+installation and the course's virtual environment, the ``dlcourse`` package, ``data/``, ``models/`` and the
+release ``course/`` — all read-only, plus a private writable ``/tmp`` (size-limited) and the exchange
+folder through which the grader talks to it. Not the repository (``solutions/``, ``tests/``,
+``autograder/``, ``.git``), not the grading folder, the gradebook or other submissions, not other
+checkouts. It runs in fresh user, PID (with its own ``/proc``), network (loopback only), IPC, UTS and
+cgroup namespaces, with a scrubbed environment, as an unprivileged user id. Limits: address space or
+cgroup memory, process count (cgroup), open files, file size, CPU time. Killing the sandbox's first
+process ends every process in it.
+
+Usage::
+
+    python autograder/sandbox.py check     # exit 0 when the sandbox can be had here, and what it enforces
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# What a student has, relative to the repository.
+STUDENT_PATHS = ["dlcourse", "data", "models", "course"]
+
+
+@dataclass
+class Limits:
+    """Resource limits of one submission's sandbox (environment variables override the defaults)."""
+
+    memory_bytes: int = int(os.environ.get("DLCOURSE_GRADING_MEMORY", str(8 << 30)))
+    processes: int = int(os.environ.get("DLCOURSE_GRADING_PROCESSES", "512"))
+    open_files: int = 4096
+    file_size_bytes: int = 2 << 30
+    cpu_seconds: int = int(os.environ.get("DLCOURSE_GRADING_CPU_SECONDS", "7200"))
+    tmp_bytes: int = 2 << 30
+
+
+def _cgroup_roots() -> dict[str, Path]:
+    """Writable cgroup v1 hierarchies for pids and memory (v2 is used when it is the only one)."""
+    roots = {}
+    base = Path("/sys/fs/cgroup")
+    for ctl in ("pids", "memory"):
+        d = base / ctl
+        if d.is_dir() and os.access(d, os.W_OK):
+            # nest under our own cgroup of that controller (a container may confine us to a sub-tree)
+            own = next((line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+                        if line.split(":", 2)[1] == ctl), "/")
+            here = d / own.lstrip("/")
+            if here.is_dir() and os.access(here, os.W_OK):
+                roots[ctl] = here
+    if not roots and (base / "cgroup.controllers").exists():
+        own = next((line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+                    if line.startswith("0::")), "/")
+        here = base / own.lstrip("/")
+        if os.access(here, os.W_OK):
+            roots["v2"] = here
+    return roots
+
+
+@dataclass
+class CGroup:
+    """A per-submission cgroup with process and memory limits; ``kill()`` ends everything in it."""
+
+    limits: Limits
+    dirs: list[Path] = field(default_factory=list)
+
+    def create(self) -> bool:
+        name = f"dlcourse-{uuid.uuid4().hex[:12]}"
+        for ctl, root in _cgroup_roots().items():
+            d = root / name
+            try:
+                d.mkdir()
+                if ctl == "pids":
+                    (d / "pids.max").write_text(str(self.limits.processes))
+                elif ctl == "memory":
+                    (d / "memory.limit_in_bytes").write_text(str(self.limits.memory_bytes))
+                else:  # v2
+                    (d / "pids.max").write_text(str(self.limits.processes))
+                    (d / "memory.max").write_text(str(self.limits.memory_bytes))
+                self.dirs.append(d)
+            except OSError:
+                try:
+                    d.rmdir()
+                except OSError:
+                    pass
+        return bool(self.dirs)
+
+    def enter_command(self) -> list[str]:
+        """Shell words that move the shell into the cgroups before it execs the rest."""
+        moves = "; ".join(f"echo $$ > {d / 'cgroup.procs'}" for d in self.dirs)
+        return ["/bin/sh", "-c", moves + '; exec "$@"', "sh"] if self.dirs else []
+
+    def pids(self) -> list[int]:
+        found = set()
+        for d in self.dirs:
+            try:
+                found |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
+            except OSError:
+                pass
+        return sorted(found)
+
+    def kill(self) -> None:
+        import signal
+        import time
+
+        for _ in range(50):
+            pids = self.pids()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        for d in self.dirs:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        self.dirs = []
+
+
+def bwrap_available() -> tuple[bool, str]:
+    """Whether bubblewrap can create the namespaces the sandbox needs here, and if not, why."""
+    if shutil.which("bwrap") is None:
+        return False, "bubblewrap is not installed (apt-get install bubblewrap)"
+    probe = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534", "--die-with-parent",
+             "--ro-bind", "/", "/", "--proc", "/proc", "--", sys.executable, "-c",
+             "import os, socket, sys; s = socket.socket(); "
+             "sys.exit(0 if os.getpid() < 10 and os.getuid() == 65534 else 3)"]
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return False, f"bubblewrap failed to start: {err}"
+    if done.returncode != 0:
+        return False, ("bubblewrap cannot create user/PID/network namespaces here "
+                       f"({(done.stderr or '').strip()[:200] or done.returncode}); grade on a VM, or pass --unsafe")
+    return True, "bubblewrap namespaces work"
+
+
+def _python_roots() -> list[Path]:
+    """The Python installation and the virtual environment the kernel runs from."""
+    roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.prefix)}
+    exe = Path(sys.executable)
+    roots.add(exe.resolve().parent.parent)
+    return sorted(roots)
+
+
+class Sandbox:
+    """Builds the command line that runs a program inside the sandbox."""
+
+    def __init__(self, limits: Limits | None = None, unsafe: bool = False) -> None:
+        self.limits = limits or Limits()
+        self.unsafe = unsafe
+        self.cgroup = CGroup(self.limits)
+
+    def environment(self, exchange: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The kernel's whole environment: nothing of the grader's is passed on."""
+        home = "/tmp/home"
+        env = {
+            "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": home, "USER": "student", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TMPDIR": "/tmp",
+            "MPLCONFIGDIR": f"{home}/.matplotlib", "XDG_CACHE_HOME": f"{home}/.cache", "IPYTHONDIR": f"{home}/.ipython",
+            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "HF_HOME": f"{home}/.cache/huggingface", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+            "NBGRADER_EXECUTION": "autograde", "DLCOURSE_FAST": os.environ.get("DLCOURSE_FAST", "1"),
+            "JUPYTER_PLATFORM_DIRS": "1", "VIRTUAL_ENV": sys.prefix,
+        }
+        for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "DLCOURSE_DEVICE", "CUDA_VISIBLE_DEVICES"):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        if self.unsafe:
+            env["HOME"] = str(exchange / "home")
+            env["TMPDIR"] = str(exchange / "tmp")
+            for k in ("MPLCONFIGDIR", "XDG_CACHE_HOME", "IPYTHONDIR", "HF_HOME"):
+                env[k] = env[k].replace(home, env["HOME"])
+        env.update(extra or {})
+        return env
+
+    def command(self, argv: list[str], exchange: Path, workdir: str = "/tmp/work") -> list[str]:
+        """``argv`` wrapped in limits and (unless unsafe) bubblewrap; ``exchange`` stays shared with the grader."""
+        lim = self.limits
+        rlimits = ["prlimit", f"--nofile={lim.open_files}", f"--fsize={lim.file_size_bytes}",
+                   f"--cpu={lim.cpu_seconds}", "--core=0"]
+        if not self.cgroup.dirs or not any(d.parent.name == "memory" or "memory" in str(d) for d in self.cgroup.dirs):
+            rlimits.append(f"--as={lim.memory_bytes * 2}")  # virtual memory is larger than resident; a backstop
+        rlimits.append("--")
+        if self.unsafe:
+            return self.cgroup.enter_command() + rlimits + argv
+        cmd = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+               "--hostname", "grading", "--die-with-parent", "--new-session", "--clearenv"]
+        for d in ("/usr", "/etc", "/opt"):
+            if Path(d).is_dir():
+                cmd += ["--ro-bind", d, d]
+        for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            p = Path("/") / d
+            if p.is_symlink():
+                cmd += ["--symlink", os.readlink(p), str(p)]
+            elif p.is_dir():
+                cmd += ["--ro-bind", str(p), str(p)]
+        cmd += ["--proc", "/proc", "--dev", "/dev"]
+        for dev in sorted(Path("/dev").glob("nvidia*")):  # a GPU, when the machine has one
+            cmd += ["--dev-bind", str(dev), str(dev)]
+        cmd += ["--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
+        for d in ("/tmp/home", "/tmp/home/.cache", workdir):
+            cmd += ["--perms", "0777", "--dir", d]
+        for root in _python_roots():
+            if not str(root).startswith(("/usr", "/etc", "/opt")):
+                cmd += ["--ro-bind", str(root), str(root)]
+        for rel in STUDENT_PATHS:
+            p = ROOT / rel
+            if p.exists():
+                cmd += ["--ro-bind", str(p), str(p)]
+        cmd += ["--bind", str(exchange), str(exchange), "--chdir", workdir]
+        return self.cgroup.enter_command() + rlimits + cmd + ["--", *argv]
+
+    def start(self) -> None:
+        self.cgroup.create()
+
+    def stop(self) -> None:
+        self.cgroup.kill()
+
+    def describe(self) -> str:
+        enforced = ["open files", "file size", "CPU time"]
+        enforced += ["processes and memory (cgroup)"] if self.cgroup.dirs else ["address space (rlimit)"]
+        mode = "NOT sandboxed (--unsafe)" if self.unsafe else "bubblewrap sandbox"
+        return f"{mode}; limits: {', '.join(enforced)}"
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["check"]:
+        ok, why = bwrap_available()
+        probe = Sandbox()
+        probe.start()
+        print(f"grading sandbox: {'available' if ok else 'NOT available'}: {why}; {probe.describe()}")
+        probe.stop()
+        return 0 if ok else 1
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

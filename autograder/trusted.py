@@ -1,0 +1,292 @@
+"""The grader's side of one submission: a sandboxed kernel it drives, and test cells it runs itself.
+
+The student's cells (answers, and the release's own set-up and demo cells) run in the kernel. Test cells —
+visible and hidden — never do: they run here, in the grader's interpreter, with every name the student
+defined bound to a :class:`~dlcourse.grading.remote.Remote` proxy. Whatever the student's code does to its
+own interpreter cannot change a comparison made here.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import io
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import symtable
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_client import BlockingKernelClient
+from jupyter_client.connect import write_connection_file
+from sandbox import Sandbox
+
+OUTPUT_LIMIT = 200_000  # characters of text output kept per cell
+
+
+class KernelDied(RuntimeError):
+    """The kernel process ended (os._exit, a crash, a kill)."""
+
+
+class KernelHung(TimeoutError):
+    """The kernel did not finish a cell within the limit."""
+
+
+@dataclass
+class CellRun:
+    """What one kernel cell did."""
+
+    outputs: list[dict] = field(default_factory=list)
+    error: tuple[str, str] | None = None
+    stdout: str = ""
+    stderr: str = ""
+    status: str = "ok"  # ok | error | died | timeout
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class TestRun:
+    """What one test cell, run in the grader, found."""
+
+    passed: bool
+    message: str = ""
+    error_type: str = ""
+    stdout: str = ""
+    kernel_lost: str = ""  # "died" or "timeout" when the kernel has to be restarted
+
+
+def prelude_imports(sources: list[str]) -> str:
+    """The import statements of the release's locked set-up cells, which test cells rely on."""
+    lines = []
+    for src in sources:
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        lines += [ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    return "\n".join(dict.fromkeys(lines))
+
+
+def free_names(source: str) -> list[str]:
+    """Global names a cell reads but never binds (nor imports), builtins excluded."""
+    table = symtable.symtable(source, "<test>", "exec")
+    bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    bound |= {t.get_name() for t in table.get_children()}  # def / class at top level
+    used: set[str] = set()
+
+    def walk(t: symtable.SymbolTable, top: bool) -> None:
+        for s in t.get_symbols():
+            if (top and s.is_referenced()) or (not top and s.is_global() and s.is_referenced()):
+                used.add(s.get_name())
+        for child in t.get_children():
+            walk(child, False)
+
+    walk(table, True)
+    return sorted(n for n in used - bound if not hasattr(builtins, n))
+
+
+class GradingKernel:
+    """A course kernel in the sandbox, driven over ZeroMQ IPC sockets in a private exchange folder."""
+
+    def __init__(self, sandbox: Sandbox, env: dict[str, str] | None = None, start_timeout: float = 120) -> None:
+        self.sandbox, self.extra_env, self.start_timeout = sandbox, env or {}, start_timeout
+        self.exchange = Path(tempfile.mkdtemp(prefix="dlg-"))
+        os.chmod(self.exchange, 0o755)
+        self.proc: subprocess.Popen | None = None
+        self.client: BlockingKernelClient | None = None
+        self.log = self.exchange / "kernel.log"
+        self._serial = 0
+        self.starts = 0
+
+    # lifecycle --------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.sandbox.start()
+        conn = self.exchange / f"kernel-{uuid.uuid4().hex[:8]}.json"
+        write_connection_file(str(conn), transport="ipc", ip=str(self.exchange / "k"))
+        argv = [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", str(conn),
+                "--HistoryManager.enabled=False"]
+        cmd = self.sandbox.command(argv, self.exchange, workdir="/tmp/work")
+        env = self.sandbox.environment(self.exchange, self.extra_env)
+        if self.sandbox.unsafe:
+            for d in ("home", "tmp", "work"):
+                (self.exchange / d).mkdir(exist_ok=True)
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         start_new_session=True,
+                                         cwd=str(self.exchange / "work") if self.sandbox.unsafe else "/")
+        self.client = BlockingKernelClient(connection_file=str(conn))
+        self.client.load_connection_file()
+        self.client.start_channels()
+        try:
+            self.client.wait_for_ready(timeout=self.start_timeout)
+        except RuntimeError as err:
+            tail = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+            self.kill()
+            raise KernelDied(f"the grading kernel did not start: {err}\n{tail}") from err
+        self.starts += 1
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """End the kernel and everything it started."""
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                self.client.stop_channels()
+            self.client = None
+        if self.proc is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                self.proc.wait(timeout=10)
+            self.proc = None
+        self.sandbox.stop()
+
+    def close(self) -> None:
+        self.kill()
+        shutil.rmtree(self.exchange, ignore_errors=True)
+
+    # cells ------------------------------------------------------------------------------------------
+    def _collect(self, msg_id: str, timeout: float, keep: bool) -> CellRun:
+        run = CellRun()
+        deadline = time.monotonic() + timeout
+        text = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                run.status = "timeout"
+                return run
+            try:
+                msg = self.client.get_iopub_msg(timeout=min(left, 0.5))
+            except Exception:  # queue.Empty
+                if not self.alive():
+                    run.status = "died"
+                    return run
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind, content = msg["header"]["msg_type"], msg["content"]
+            if kind == "status" and content.get("execution_state") == "idle":
+                break
+            if kind == "stream":
+                if content.get("name") == "stderr":
+                    run.stderr += content.get("text", "")[:OUTPUT_LIMIT]
+                else:
+                    run.stdout += content.get("text", "")[:OUTPUT_LIMIT]
+            elif kind == "error":
+                run.error = (str(content.get("ename", "Error")), str(content.get("evalue", "")))
+                run.status = "error"
+            if keep and kind in ("stream", "display_data", "execute_result", "error") and text < OUTPUT_LIMIT:
+                from nbformat.v4 import output_from_msg
+
+                with contextlib.suppress(Exception):
+                    out = output_from_msg(msg)
+                    text += len(str(out))
+                    run.outputs.append(out)
+        return run
+
+    def run_cell(self, source: str, timeout: float, keep: bool = True) -> CellRun:
+        """Execute ``source`` in the kernel; a crash or a hang is reported, not raised."""
+        if not self.alive() or self.client is None:
+            return CellRun(status="died")
+        try:
+            msg_id = self.client.execute(source, store_history=True, allow_stdin=False, stop_on_error=False)
+        except Exception:  # noqa: BLE001 - e.g. a source the message encoder refuses
+            return CellRun(status="error", error=("GraderError", "the cell could not be sent to the kernel"))
+        run = self._collect(msg_id, timeout, keep)
+        if run.status == "ok" and not self.alive():
+            run.status = "died"
+        return run
+
+    def run_test(self, source: str, prelude: str, timeout: float, label: str = "test") -> TestRun:
+        """Run a test cell here, against the kernel's names through proxies."""
+        from dlcourse.grading import guards
+        from dlcourse.grading.channel import ChannelClosed, ChannelTimeout
+        from dlcourse.grading.remote import Remote, remote_channel
+
+        if not self.alive() or self.client is None:
+            return TestRun(False, "the kernel was not running", "KernelDied", kernel_lost="died")
+        self._serial += 1
+        path = self.exchange / f"agent-{self._serial}.sock"
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path))
+        os.chmod(path, 0o777)
+        listener.listen(1)
+        listener.settimeout(min(timeout, 60.0))
+        code = f"__import__('dlcourse.grading.agent', fromlist=['serve']).serve({str(path)!r}, globals())"
+        msg_id = self.client.execute(code, silent=True, store_history=False, allow_stdin=False, stop_on_error=False)
+        deadline = time.monotonic() + timeout
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            listener.close()
+            lost = "died" if not self.alive() else "timeout"
+            return TestRun(False, "the kernel did not answer the grader (busy, hung, or its imports are broken)",
+                           "KernelHung", kernel_lost=lost)
+        finally:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        listener.close()
+        channel, _lender = remote_channel(conn)
+        channel.deadline = deadline
+        out = io.StringIO()
+        result: TestRun
+        guards.set_trusted(True)
+        try:
+            ns: dict[str, Any] = {"__name__": "__grading__", "__builtins__": builtins}
+            exec(compile(prelude, "<set-up imports>", "exec"), ns)  # noqa: S102 - the release's own imports
+            for name in free_names(source):
+                if name in ns:
+                    continue
+                try:
+                    value = channel.request("lookup", name=name)
+                except NameError:
+                    continue  # the test then fails with NameError where it uses it
+                if isinstance(value, Remote):
+                    object.__setattr__(value, "_label", name)
+                ns[name] = value
+            with contextlib.redirect_stdout(out):
+                exec(compile(source, f"<{label}>", "exec"), ns)  # noqa: S102 - the course's own test code
+            result = TestRun(True, stdout=out.getvalue())
+        except ChannelTimeout:
+            result = TestRun(False, f"timed out after {timeout:.0f} s", "TimeoutError", out.getvalue(), "timeout")
+        except ChannelClosed:
+            result = TestRun(False, "the kernel died while the tests ran (did the code end its own process?)",
+                             "KernelDied", out.getvalue(), "died")
+        except Exception as err:  # noqa: BLE001 - every failure of a test is a result
+            result = TestRun(False, _message(err), type(err).__name__, out.getvalue())
+        finally:
+            guards.set_trusted(False)
+        if not result.kernel_lost:
+            channel.deadline = time.monotonic() + 30
+            channel.close()
+            tail = self._collect(msg_id, 30, keep=False)
+            if tail.status in ("died", "timeout"):
+                result.kernel_lost = tail.status
+        else:
+            with contextlib.suppress(OSError):
+                conn.close()
+        return result
+
+
+def _message(err: BaseException) -> str:
+    try:
+        text = str(err)
+    except Exception:  # noqa: BLE001
+        text = ""
+    name = type(err).__name__
+    if name in ("CheckFailure", "ForbiddenCall"):
+        return text
+    return f"{name}: {text}" if text else name

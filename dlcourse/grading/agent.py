@@ -1,0 +1,195 @@
+"""The kernel side of trusted grading: look up the student's names, call them, send back data.
+
+The grader runs ``serve(socket_path, globals())`` as a cell in the student's kernel; the call returns when
+the grader has finished one test cell. Nothing here decides a grade: whatever this side sends back is
+compared in the grader. Models the grader lends (a Hugging Face model, a recording decoder step) arrive
+as :class:`Served` proxies: calling one calls the grader's object, and gradients flow back through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import socket
+from typing import Any
+
+import torch
+
+from dlcourse.grading.channel import Channel
+from dlcourse.grading.wire import Record
+
+
+def _guards(specs: Any) -> contextlib.ExitStack:
+    from dlcourse import checks
+
+    stack = contextlib.ExitStack()
+    for spec in specs or []:
+        if spec[0] == "forbid":
+            stack.enter_context(checks.forbid(spec[1], spec[2]))
+        elif spec[0] == "no_generation":
+            from dlcourse import lm
+
+            stack.enter_context(lm.generation_refused(spec[1]))
+    return stack
+
+
+def _path(obj: Any, path: str) -> Any:
+    for part in path.split(".") if path else []:
+        obj = getattr(obj, part)
+    return obj
+
+
+def _tensors(obj: Any) -> list[torch.Tensor]:
+    """Floating-point tensors in ``obj`` (tuples, lists, dicts, records), in order."""
+    if isinstance(obj, torch.Tensor):
+        return [obj] if obj.is_floating_point() or obj.is_complex() else []
+    if isinstance(obj, tuple | list):
+        return [t for v in obj for t in _tensors(v)]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _tensors(v)]
+    if hasattr(obj, "keys") and hasattr(obj, "values") and not isinstance(obj, torch.nn.Module):
+        try:
+            return [t for v in obj.values() for t in _tensors(v)]
+        except Exception:  # noqa: BLE001
+            return []
+    return []
+
+
+def _replace(obj: Any, new: list[torch.Tensor]) -> Any:
+    """``obj`` with its floating-point tensors replaced, in order, by those of ``new`` (consumed)."""
+    if isinstance(obj, torch.Tensor):
+        return new.pop(0) if obj.is_floating_point() or obj.is_complex() else obj
+    if isinstance(obj, Record):
+        return Record(obj._kind, list(obj._fields), [_replace(v, new) for v in obj])
+    if isinstance(obj, tuple | list):
+        return type(obj)(_replace(v, new) for v in obj)
+    if isinstance(obj, dict):
+        return {k: _replace(v, new) for k, v in obj.items()}
+    return obj
+
+
+class Served:
+    """A callable the grader lends to the student's code. Calls go to the grader; gradients come back."""
+
+    _proxy_side = "grader"
+
+    def __init__(self, channel: Channel, ref: int) -> None:
+        self._channel, self._ref = channel, ref
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves = _tensors((args, kwargs))
+        needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in leaves)
+        if not needs_grad:
+            return self._channel.request("call", obj=self, args=list(args), kwargs=kwargs)
+        box: dict[str, Any] = {}
+        grad_leaves = [t for t in leaves if t.requires_grad]
+
+        channel, me = self._channel, self
+
+        class _Call(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, *inputs):  # inputs: the leaves, so autograd links them
+                reply = channel.request("call", obj=me, args=list(args), kwargs=kwargs, grad=True)
+                box["value"], box["call"] = reply["value"], reply["call"]
+                outs = _tensors(box["value"])
+                box["n"] = len(outs)
+                return tuple(o.detach() for o in outs)
+
+            @staticmethod
+            def backward(ctx, *grads):
+                got = channel.request("vjp", call=box["call"], grads=list(grads))
+                return tuple(got)
+
+        outs = list(_Call.apply(*grad_leaves))
+        if not box.get("n"):
+            return box["value"]
+        return _replace(box["value"], outs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._channel.request("getattr", obj=self, name=name)
+
+    def __repr__(self) -> str:
+        return "<an object lent by the grader>"
+
+
+class Agent:
+    """Answers the grader's requests against the kernel's namespace."""
+
+    def __init__(self, namespace: dict) -> None:
+        self.ns = namespace
+
+    def handle(self, op: str, body: dict) -> Any:
+        method = getattr(self, "op_" + op, None)
+        if method is None:
+            raise ValueError(f"unknown request {op!r}")
+        return method(**body)
+
+    def op_lookup(self, name: str) -> Any:
+        if name not in self.ns:
+            raise NameError(f"name {name!r} is not defined")
+        return self.ns[name]
+
+    def op_getattr(self, obj: Any, name: str) -> Any:
+        return getattr(obj, name)
+
+    def op_setattr(self, obj: Any, name: str, value: Any) -> None:
+        setattr(obj, name, value)
+
+    def op_item(self, obj: Any, key: Any) -> Any:
+        return obj[key]
+
+    def op_len(self, obj: Any) -> int:
+        return len(obj)
+
+    def op_same(self, obj: Any, a: str, b: str) -> bool:
+        return _path(obj, a) is _path(obj, b)
+
+    def op_params(self, obj: Any) -> list[str]:
+        fn = obj.forward if isinstance(obj, torch.nn.Module) else obj
+        try:
+            return [p for p in inspect.signature(fn).parameters if p != "self"]
+        except (TypeError, ValueError):
+            return []
+
+    def op_call(self, obj: Any, args: list, kwargs: dict, guards: Any = None, echo: bool = False,
+                no_grad: bool = False) -> Any:
+        with _guards(guards), torch.no_grad() if no_grad else contextlib.nullcontext():
+            value = obj(*args, **kwargs)
+        if echo:
+            return {"value": value, "args": args, "kwargs": kwargs}
+        return value
+
+    def op_backward(self, obj: Any, args: list, kwargs: dict, wrt: list[int], seed: int, guards: Any = None,
+                    params: bool = False) -> dict:
+        from dlcourse.checks import _random_projection
+
+        xs = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) and i in wrt else a
+              for i, a in enumerate(args)]
+        if params and isinstance(obj, torch.nn.Module):
+            obj.zero_grad(set_to_none=True)
+        with _guards(guards):
+            out = obj(*xs, **kwargs)
+        total = _random_projection(out, seed)
+        if not isinstance(total, torch.Tensor) or not total.requires_grad:
+            return {"output": out, "connected": False}
+        leaves = [xs[i] for i in wrt]
+        named = list(obj.named_parameters()) if params and isinstance(obj, torch.nn.Module) else []
+        grads = torch.autograd.grad(total, leaves + [p for _, p in named], allow_unused=True)
+        return {"output": out, "connected": True, "input_grads": list(grads[:len(leaves)]),
+                "param_grads": {k: g for (k, _), g in zip(named, grads[len(leaves):], strict=True)}}
+
+
+
+def serve(path: str, namespace: dict) -> None:
+    """Connect to the grader's socket at ``path`` and answer its requests until it closes the channel."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    agent = Agent(namespace)
+    channel = Channel(sock, "kernel", agent.handle, lambda ch, ref: Served(ch, ref), device_ok=True)
+    try:
+        channel.serve()
+    finally:
+        channel.forget()
+        sock.close()
