@@ -248,7 +248,10 @@ def record(result, graded_nb: nbformat.NotebookNode, notebook_name: str, db_url:
     (out_dir / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) + "\n")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{result.student}__{result.chapter}.json").write_text(json.dumps(result.to_json(), indent=1) + "\n")
-    with Gradebook(db_url or f"sqlite:///{GRADING / 'gradebook.db'}") as gb:
+    import warnings
+
+    with Gradebook(db_url or f"sqlite:///{GRADING / 'gradebook.db'}") as gb, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's own session handling
         gb.update_or_create_student(result.student)
         try:
             gb.find_submission(result.chapter, result.student)

@@ -32,7 +32,36 @@ class ChapterSession:
         self.runs = [self.kernel.run(cell.source) for cell in self.cells]
 
 
+class TrustedSession:
+    """A chapter's solution notebook as the grader runs it: cells in a sandboxed kernel, tests in this process."""
+
+    def __init__(self, chapter: str) -> None:
+        import sandbox
+        from trusted import GradingKernel, prelude_imports
+
+        self.chapter = chapter
+        cells = code_cells(solution_notebook(chapter))
+        ok, _ = sandbox.bwrap_available()
+        self.kernel = GradingKernel(sandbox.Sandbox(unsafe=not ok), env={"OMP_NUM_THREADS": "1"})
+        self.kernel.start()
+        self.prelude = prelude_imports([c.source for c in cells if c.metadata.get("nbgrader", {}).get("locked")
+                                        and not c.metadata.get("nbgrader", {}).get("grade")])
+        self.tests: dict[str, str] = {}
+        for cell in cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and not meta.get("solution"):
+                self.tests[meta["grade_id"]] = cell.source
+            else:
+                run = self.kernel.run_cell(cell.source, 600, keep=False)
+                assert run.status == "ok", f"{chapter}: cell {meta.get('grade_id')} failed: {run.error}"
+
+    def test(self, grade_id: str):
+        """Run one test cell in the grader against the kernel's current state."""
+        return self.kernel.run_test(self.tests[grade_id], self.prelude, 600, grade_id)
+
+
 _sessions: dict[str, ChapterSession] = {}
+_trusted: dict[str, TrustedSession] = {}
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +77,18 @@ def chapter_session():
     for session in _sessions.values():
         session.kernel.close()
     _sessions.clear()
+
+
+@pytest.fixture(scope="session")
+def trusted_session():
+    """``trusted_session(name)`` → the (cached) chapter run the way the grader runs it."""
+
+    def get(chapter: str) -> TrustedSession:
+        if chapter not in _trusted:
+            _trusted[chapter] = TrustedSession(chapter)
+        return _trusted[chapter]
+
+    yield get
+    for session in _trusted.values():
+        session.kernel.close()
+    _trusted.clear()

@@ -66,20 +66,28 @@ def test_every_exercise_has_hidden_tests_and_planted_wrong_answers(chapter_sessi
 
 
 @pytest.mark.parametrize(("chapter", "exercise", "what"), list(mutant_cases()))
-def test_hidden_tests_fail_a_planted_wrong_answer(chapter_session, chapter, exercise, what):
-    session = chapter_session(chapter)
+def test_hidden_tests_fail_a_planted_wrong_answer(trusted_session, chapter_session, chapter, exercise, what):
+    """Graded the way the grader grades: the wrong answer in the sandboxed kernel, the tests in this process."""
+    session = trusted_session(chapter)
     parts = exercises(chapter_session, chapter)[exercise]
     wrong = dict(load_mutants(chapter)[exercise])[what]
     kernel = session.kernel
     try:
-        defined = kernel.run(wrong)
+        defined = kernel.run_cell(wrong, 120)
         assert defined.ok, f"the planted answer itself does not run: {defined.error}"
-        graded = kernel.run(parts["hidden"])
-        assert not graded.ok, f"{chapter}/{exercise}: hidden tests PASSED a wrong answer ({what})"
-        assert graded.error[0] in CHECK_ERRORS, (
-            f"{chapter}/{exercise}: hidden tests failed with {graded.error[0]}, not a check failure: "
-            f"{graded.error[1]}")
+        graded = session.test(f"{exercise}_hidden")
+        assert not graded.passed, f"{chapter}/{exercise}: hidden tests PASSED a wrong answer ({what})"
+        assert graded.error_type in CHECK_ERRORS, (
+            f"{chapter}/{exercise}: hidden tests failed with {graded.error_type}, not a check failure: "
+            f"{graded.message}")
     finally:
-        restored = kernel.run(parts["answer"])
-        again = kernel.run(parts["hidden"])
-    assert restored.ok and again.ok, f"the reference answer no longer passes after restoring: {again.error}"
+        restored = kernel.run_cell(parts["answer"], 120)
+        again = session.test(f"{exercise}_hidden")
+    assert restored.ok and again.passed, f"the reference answer no longer passes after restoring: {again.message}"
+
+
+@pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(c)) for c in CHAPTERS])
+def test_reference_answers_pass_every_test_in_the_grader(trusted_session, chapter):
+    session = trusted_session(chapter)
+    failed = {gid: run.message for gid in session.tests if not (run := session.test(gid)).passed}
+    assert not failed, f"{chapter}: tests that fail the reference answers in the grader: {failed}"

@@ -1,0 +1,227 @@
+"""Trusted grading holds: nothing a submission does in its kernel changes a comparison, and the sandbox
+keeps it away from everything a student does not have.
+
+One sandboxed kernel runs chapter 00 with deliberately WRONG answers. Cells are then sent to it directly —
+bypassing the lexical escape-hatch flags on purpose, to prove the second layer holds on its own — that
+rewire the checks, torch, NumPy, the kernel's hooks and the agent the grader talks to. The hidden tests,
+run in the grader, must still fail every wrong answer. Other cells probe the sandbox's walls.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+
+import nbformat
+import pytest
+from conftest import ROOT, solution_notebook
+
+pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("trusted")]
+
+import sandbox  # noqa: E402  (autograder/ is on sys.path, see conftest)
+from flags import escape_hatches  # noqa: E402
+from trusted import GradingKernel, free_names, prelude_imports  # noqa: E402
+
+CHAPTER = "00_welcome"
+AVAILABLE, WHY = sandbox.bwrap_available()
+
+
+def _cells(chapter: str) -> list[nbformat.NotebookNode]:
+    return [c for c in nbformat.read(solution_notebook(chapter), as_version=4).cells if c.cell_type == "code"]
+
+
+def _gid(cell) -> str:
+    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
+
+
+def _wrong_answers() -> dict[str, str]:
+    from test_notebooks import load_mutants
+
+    return {f"{ex}_answer": wrongs[0][1] for ex, wrongs in load_mutants(CHAPTER).items()}
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    if not AVAILABLE:
+        pytest.skip(f"no sandbox here: {WHY}")
+    k = GradingKernel(sandbox.Sandbox(), env={"OMP_NUM_THREADS": "1"})
+    cells = _cells(CHAPTER)
+    k.prelude = prelude_imports([cells[0].source])
+    k.hidden = {_gid(c): c.source for c in cells if _gid(c).endswith(("_hidden", "_visible"))}
+    wrong = _wrong_answers()
+    setup = [wrong.get(_gid(c), c.source) for c in cells
+             if not _gid(c).endswith(("_hidden", "_visible")) and c.metadata.get("nbgrader")]
+
+    def reset() -> None:  # a fresh kernel with the wrong answers defined
+        k.kill()
+        k.start()
+        for source in setup:
+            k.run_cell(source, 120)
+
+    k.reset = reset
+    reset()
+    yield k
+    k.close()
+
+
+# Each payload tries to turn the wrong answers' failures into passes from inside the kernel.
+POISON = {
+    "patched comparisons": "import torch, numpy as np\nfrom dlcourse import checks\n"
+                           "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
+                           "np.abs = lambda x: 0 * x\nchecks.assert_close = lambda *a, **k: None\n"
+                           "checks.compare_with_oracle = lambda *a, **k: None\n"
+                           "checks.compare_gradients = lambda *a, **k: None",
+    "a fake checks module": "import sys, types\nm = types.ModuleType('dlcourse.checks')\n"
+                            "m.__getattr__ = lambda name: (lambda *a, **k: None)\nsys.modules['dlcourse.checks'] = m",
+    "swapped code objects": "from dlcourse import checks\n"
+                            "checks.assert_close.__code__ = (lambda *a, **k: None).__code__\n"
+                            "checks._compare_arrays.__code__ = (lambda *a, **k: None).__code__",
+    "poisoned oracle functions": "import torch, torch.nn as nn\n"
+                                 "torch.softmax = lambda x, dim=-1, **k: softmax(x, dim)\n"
+                                 "nn.LayerNorm.forward = lambda self, x: x\n"
+                                 "torch.nn.functional.cross_entropy = lambda *a, **k: cross_entropy(*a, **k)",
+    "kernel hooks": "ip = get_ipython()\n"
+                    "ip.events.register('post_run_cell', lambda result: setattr(result, 'error_in_exec', None))\n"
+                    "ip.input_transformers_cleanup.append(lambda lines: ['pass\\n'])",
+    "a background thread that re-patches": "import threading, time, torch\n"
+                                           "def _loop():\n    while True:\n"
+                                           "        torch.allclose = lambda *a, **k: True\n        time.sleep(0.01)\n"
+                                           "threading.Thread(target=_loop, daemon=True).start()",
+    "a rewired agent": "import dlcourse.grading.agent as a\n"
+                       "a.Agent.op_call = lambda self, obj, args, kwargs, **k: {'value': args[0], 'args': args, "
+                       "'kwargs': kwargs} if k.get('echo') else args[0]",
+}
+
+
+@pytest.mark.parametrize("what", list(POISON))
+def test_a_rewired_kernel_cannot_pass_wrong_answers(kernel, what):
+    run = kernel.run_cell(POISON[what], 60)
+    assert run.status in ("ok", "error"), run
+    for gid, source in kernel.hidden.items():
+        if not gid.endswith("_hidden"):
+            continue
+        got = kernel.run_test(source, kernel.prelude, 60, gid)
+        assert not got.passed, f"{what}: {gid} passed a wrong answer"
+        if got.kernel_lost:  # a kernel that stops answering the grader scores nothing; grading goes on
+            break
+    kernel.reset()
+
+
+def test_every_payload_is_also_flagged_by_the_first_layer():
+    for what, source in POISON.items():
+        assert escape_hatches(source), f"the flags do not see {what!r}"
+
+
+def test_honest_answers_are_not_flagged():
+    for chapter in sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()):
+        for cell in _cells(chapter):
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("solution") or not meta:
+                assert not escape_hatches(cell.source), f"{chapter}/{_gid(cell)}: {escape_hatches(cell.source)}"
+
+
+def test_test_cells_name_only_what_answers_define():
+    """Every free name of a test cell is an import of the set-up cell or a name an answer cell defines."""
+    import ast
+
+    for chapter in sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()):
+        cells = _cells(chapter)
+        prelude = prelude_imports([c.source for c in cells if c.metadata.get("nbgrader", {}).get("locked")
+                                   and not c.metadata.get("nbgrader", {}).get("grade")])
+        provided = set(free_names(prelude)) | {
+            (a.asname or a.name.split(".")[0]) for n in ast.parse(prelude).body for a in n.names}
+        defined = set()
+        for c in cells:
+            if c.metadata.get("nbgrader", {}).get("solution"):
+                for node in ast.parse(c.source).body:
+                    if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                        defined.add(node.name)
+                    elif isinstance(node, ast.Assign):
+                        defined |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        for c in cells:
+            meta = c.metadata.get("nbgrader", {})
+            if meta.get("grade") and not meta.get("solution"):
+                stray = set(free_names(c.source)) - provided - defined
+                assert not stray, f"{chapter}/{_gid(c)} reads names no answer defines: {sorted(stray)}"
+
+
+# ------------------------------------------------------------------------------------------- the walls
+
+PROBE = """
+import os, socket, json
+found = {}
+for p in {paths!r}:
+    try:
+        found[p] = 'listed' if os.path.isdir(p) and os.listdir(p) else ('read' if open(p, 'rb').read(1) else 'empty')
+    except Exception as e:
+        found[p] = type(e).__name__
+try:
+    socket.create_connection(('1.1.1.1', 53), timeout=2); found['net'] = 'connected'
+except Exception as e:
+    found['net'] = type(e).__name__
+try:
+    open({write!r}, 'w').write('x'); found['write'] = 'written'
+except Exception as e:
+    found['write'] = type(e).__name__
+found['pids'] = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())
+found['env'] = sorted(os.environ)
+print(json.dumps(found))
+"""
+
+
+def test_the_sandbox_hides_the_repository_other_checkouts_and_the_grader(kernel, tmp_path):
+    secret = tmp_path / "other_checkout" / "solutions.txt"
+    secret.parent.mkdir()
+    secret.write_text("answers")
+    paths = [str(ROOT / "solutions"), str(ROOT / "tests"), str(ROOT / "autograder"), str(ROOT / ".git"),
+             str(secret), str(ROOT / "README.md"), str(ROOT / "Makefile")]
+    code = PROBE.format(paths=paths, write=str(ROOT / "dlcourse" / "planted.py"))
+    os.environ["DLCOURSE_GRADER_SECRET"] = "do-not-leak"
+    run = kernel.run_cell(code, 60)
+    import json
+
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    for p in paths:
+        assert found[p] in ("FileNotFoundError", "PermissionError", "NotADirectoryError"), (p, found[p])
+    assert found["net"] != "connected"
+    assert found["write"] != "written" and not (ROOT / "dlcourse" / "planted.py").exists()
+    assert max(found["pids"]) < 100, f"the sandbox sees the machine's processes: {found['pids'][:20]}"
+    assert "DLCOURSE_GRADER_SECRET" not in found["env"]
+
+
+def test_no_process_outlives_the_kernel():
+    if not AVAILABLE:
+        pytest.skip(f"no sandbox here: {WHY}")
+    marker = f"dlcourse-orphan-{uuid.uuid4().hex[:8]}"
+    k = GradingKernel(sandbox.Sandbox())
+    k.start()
+    run = k.run_cell(f"import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'exec -a {marker} sleep 300'], "
+                     "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+                     "import os\nif os.fork() == 0:\n    os.setsid()\n    import time\n    time.sleep(300)", 30)
+    assert run.status in ("ok", "error"), run
+    before = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    k.close()
+    after = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert before, "the probe did not start its detached process"
+    assert not after, f"processes outlived the grading kernel: {after}"
+
+
+def test_a_fork_bomb_is_contained_and_the_kernel_replaced():
+    if not AVAILABLE:
+        pytest.skip(f"no sandbox here: {WHY}")
+    box = sandbox.Sandbox(sandbox.Limits(processes=64))
+    k = GradingKernel(box)
+    k.start()
+    try:
+        if not box.cgroup.dirs:
+            pytest.skip("no writable cgroup here: the process limit is not enforced")
+        run = k.run_cell("import os\nn = 0\ntry:\n    for _ in range(500):\n        if os.fork() == 0:\n"
+                         "            import time; time.sleep(30); os._exit(0)\n        n += 1\n"
+                         "except OSError as e:\n    print('stopped at', n)", 60)
+        assert "stopped at" in run.stdout, run
+        k.kill()
+        k.start()
+        assert k.run_cell("print(1 + 1)", 30).stdout.strip() == "2"
+    finally:
+        k.close()
