@@ -151,7 +151,7 @@ def test_test_cells_name_only_what_answers_define():
 PROBE = """
 import os, socket, json
 found = {}
-for p in {paths!r}:
+for p in PATHS:
     try:
         found[p] = 'listed' if os.path.isdir(p) and os.listdir(p) else ('read' if open(p, 'rb').read(1) else 'empty')
     except Exception as e:
@@ -161,7 +161,7 @@ try:
 except Exception as e:
     found['net'] = type(e).__name__
 try:
-    open({write!r}, 'w').write('x'); found['write'] = 'written'
+    open(WRITE, 'w').write('x'); found['write'] = 'written'
 except Exception as e:
     found['write'] = type(e).__name__
 found['pids'] = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())
@@ -176,7 +176,7 @@ def test_the_sandbox_hides_the_repository_other_checkouts_and_the_grader(kernel,
     secret.write_text("answers")
     paths = [str(ROOT / "solutions"), str(ROOT / "tests"), str(ROOT / "autograder"), str(ROOT / ".git"),
              str(secret), str(ROOT / "README.md"), str(ROOT / "Makefile")]
-    code = PROBE.format(paths=paths, write=str(ROOT / "dlcourse" / "planted.py"))
+    code = f"PATHS = {paths!r}\nWRITE = {str(ROOT / 'dlcourse' / 'planted.py')!r}\n" + PROBE
     os.environ["DLCOURSE_GRADER_SECRET"] = "do-not-leak"
     run = kernel.run_cell(code, 60)
     import json
@@ -196,9 +196,9 @@ def test_no_process_outlives_the_kernel():
     marker = f"dlcourse-orphan-{uuid.uuid4().hex[:8]}"
     k = GradingKernel(sandbox.Sandbox())
     k.start()
-    run = k.run_cell(f"import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'exec -a {marker} sleep 300'], "
-                     "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-                     "import os\nif os.fork() == 0:\n    os.setsid()\n    import time\n    time.sleep(300)", 30)
+    run = k.run_cell("import subprocess, sys\n"
+                     f"for _ in range(2):\n    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', "
+                     f"'{marker}'], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)", 30)
     assert run.status in ("ok", "error"), run
     before = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     k.close()
