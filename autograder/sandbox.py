@@ -196,7 +196,7 @@ class Sandbox:
         if self.unsafe:
             return self.cgroup.enter_command() + rlimits + argv
         cmd = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-               "--hostname", "grading", "--die-with-parent", "--new-session", "--clearenv"]
+               "--hostname", "grading", "--die-with-parent", "--new-session"]  # env: Popen passes only ours
         for d in ("/usr", "/etc", "/opt"):
             if Path(d).is_dir():
                 cmd += ["--ro-bind", d, d]

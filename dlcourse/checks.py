@@ -50,6 +50,7 @@ __all__ = [
     "forbid",
     "compare_with_oracle",
     "compare_gradients",
+    "parameter_gradients",
     "load_weights",
     "compare_modules",
     "assert_same_object",
@@ -551,6 +552,49 @@ def compare_gradients(
 
     for i, g_s, g_o in zip(positions, grads(student, True), grads(oracle, False), strict=True):
         assert_close(g_s, g_o, tol=tol, name=f"{label}: d/d(argument #{i})")
+
+
+def parameter_gradients(
+    module: torch.nn.Module,
+    *inputs: Any,
+    output: Callable[[Any], Any] | None = None,
+    name: str | None = None,
+    forbidden: Iterable[str] = (),
+    seed: int = 0,
+    **kwargs: Any,
+) -> dict[str, torch.Tensor]:
+    """Gradients of ``<module(*inputs), R>`` with respect to each of ``module``'s parameters, by name.
+
+    ``R`` is the fixed random tensor of :func:`compare_gradients` and :func:`compare_modules` (one per
+    floating-point tensor of the output, or of its top-level tuple items, for ``seed``), so two modules
+    whose outputs agree in shape get comparable gradients. A parameter that gets no gradient (unused, or
+    frozen) gets zeros. ``output`` selects what to project from the module's result (e.g.
+    ``lambda out: out.logits`` for a Hugging Face model); it applies to the grader's own modules only.
+    Works for a module in the student's kernel (:class:`~dlcourse.grading.remote.Remote`): the gradients
+    are computed there, under :func:`forbid` with ``forbidden``, and come back as data. The module's
+    ``.grad`` fields are left as they were.
+    """
+    label = name or f"gradients of {getattr(module, '__name__', type(module).__name__)}"
+    if is_remote(module):
+        if output is not None:
+            raise TypeError("parameter_gradients: `output` selects locally; a student's module is projected whole")
+        reply = _call_student(module, inputs, kwargs, forbidden, label,
+                              how=lambda: module.backward(inputs, kwargs, wrt=[], seed=seed, params=True))
+        if not reply["connected"]:
+            raise CheckFailure(f"{label}: the output is not connected to the parameters in the autograd graph")
+        return dict(reply["param_grads"])
+    out = _call_student(module, _clone(list(inputs)), _clone(kwargs), forbidden, label)
+    total = _random_projection(out if output is None else output(out), seed)
+    if not isinstance(total, _TensorType) or not total.requires_grad:
+        raise CheckFailure(f"{label}: the output is not connected to the parameters in the autograd graph")
+    named = list(module.named_parameters())
+    trained = [p for _, p in named if p.requires_grad]
+    got = iter(torch.autograd.grad(total, trained, allow_unused=True) if trained else ())
+    grads = {}
+    for key, p in named:
+        g = next(got) if p.requires_grad else None
+        grads[key] = torch.zeros_like(p) if g is None else _T_detach(g)
+    return grads
 
 
 def load_weights(student: torch.nn.Module, source: torch.nn.Module | dict[str, torch.Tensor],

@@ -77,18 +77,21 @@ def swap_tokens(hf_model: nn.Module, a: int, b: int, *ids: torch.Tensor) -> tupl
     return tuple(swapped(t) for t in ids)
 
 
-def gpt2_state_dict(hf_model: nn.Module) -> dict[str, torch.Tensor]:
+def gpt2_state_dict(hf_model: nn.Module, tensors: dict[str, torch.Tensor] | None = None
+                    ) -> dict[str, torch.Tensor]:
     """A ``GPT2LMHeadModel``'s weights under the course's names, ready for ``load_state_dict``.
 
     The course GPT names its modules as GPT-2 does (``wte``, ``wpe``, ``h.0.ln_1``, ``h.0.attn.c_attn``,
     ``h.0.mlp.c_fc``, ``ln_f``, ``lm_head``), but uses ``nn.Linear``. GPT-2's ``Conv1D`` stores its weight
     as (in_features, out_features), the transpose of ``nn.Linear``'s (out, in): those are transposed here.
+    ``tensors``, named and shaped like the model's parameters (their gradients, say), are converted the same
+    way instead of the model's own weights.
     """
     from transformers.pytorch_utils import Conv1D
 
     conv = {name + ".weight" for name, m in hf_model.named_modules() if isinstance(m, Conv1D)}
     out = {}
-    for key, value in hf_model.state_dict().items():
+    for key, value in (hf_model.state_dict() if tensors is None else tensors).items():
         value = value.detach().t().contiguous() if key in conv else value.detach().clone()
         out[key.removeprefix("transformer.")] = value
     return out

@@ -175,10 +175,16 @@ class Agent:
         if not isinstance(total, torch.Tensor) or not total.requires_grad:
             return {"output": out, "connected": False}
         leaves = [xs[i] for i in wrt]
+        # frozen parameters are not differentiated (autograd refuses them); they get zeros, as unused ones do
         named = list(obj.named_parameters()) if params and isinstance(obj, torch.nn.Module) else []
-        grads = torch.autograd.grad(total, leaves + [p for _, p in named], allow_unused=True)
-        return {"output": out, "connected": True, "input_grads": list(grads[:len(leaves)]),
-                "param_grads": {k: g for (k, _), g in zip(named, grads[len(leaves):], strict=True)}}
+        trained = [p for _, p in named if p.requires_grad]
+        grads = list(torch.autograd.grad(total, leaves + trained, allow_unused=True)) if leaves + trained else []
+        input_grads, rest = grads[:len(leaves)], iter(grads[len(leaves):])
+        param_grads = {}
+        for k, p in named:
+            g = next(rest) if p.requires_grad else None
+            param_grads[k] = torch.zeros_like(p) if g is None else g
+        return {"output": out, "connected": True, "input_grads": input_grads, "param_grads": param_grads}
 
 
 

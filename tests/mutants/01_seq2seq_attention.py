@@ -185,6 +185,10 @@ MUTANTS = {
         ("drops the padding mask", _STEP.format(body='''        context, weights = self.attention(state, memory, memory)
         new_state = self.cell(torch.cat([emb, context], dim=-1), state)
         return self.out(torch.cat([new_state, context], dim=-1)), new_state, weights''')),
+        ("detaches the context (no gradient reaches the attention or the encoder)", _STEP.format(body='''        context, weights = self.attention(state, memory, memory, key_padding_mask)
+        context = context.detach()
+        new_state = self.cell(torch.cat([emb, context], dim=-1), state)
+        return self.out(torch.cat([new_state, context], dim=-1)), new_state, weights''')),
     ],
     "tf": [
         ("feeds the target being predicted (no shift)", _TF.format(

@@ -73,6 +73,12 @@ MUTANTS = {
         ("no residual around the MLP", edit("gpt", ("x = x + self.mlp(self.ln_2(x))", "x = self.mlp(self.ln_2(x))"))),
         ("the length check forgets the cached positions",
          edit("gpt", ("if P + T > self.n_positions:", "if T > self.n_positions:"))),
+        ("the embedding lookup cut from the graph: the tied matrix learns from the output layer only",
+         edit("gpt", ("x = self.wte(input_ids) + self.wpe(positions)",
+                      "x = self.wte(input_ids).detach() + self.wpe(positions)"))),
+        ("the output layer reads a detached copy of the tied matrix",
+         edit("gpt", ("return lm.LMOutput(self.lm_head(self.ln_f(x)), present)",
+                      "return lm.LMOutput(F.linear(self.ln_f(x), self.lm_head.weight.detach()), present)"))),
     ],
     "loss": [
         ("no shift: each position scored on its own token",
