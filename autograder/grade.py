@@ -24,7 +24,7 @@ from typing import Any
 import nbformat
 from flags import escape_hatches
 from sandbox import Sandbox
-from trusted import GradingKernel, prelude_imports
+from trusted import GradingKernel, prelude_of
 
 CELL_TIMEOUT = 300.0
 SUBMISSION_TIMEOUT = 1800.0
@@ -273,9 +273,7 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
             result.flagged.setdefault(step.exercise, []).extend(step.flags)
         elif step.flags:
             result.notices.append("a cell the student added was not run: " + "; ".join(step.flags))
-    prelude = prelude_imports([release.cells[s.release_index].source for s in steps
-                               if s.kind == "kernel" and not s.student and s.release_index is not None
-                               and release.cells[s.release_index].metadata.get("nbgrader", {}).get("locked")])
+    prelude = prelude_of(release.cells)
     graded = copy.deepcopy(release)
     kernel = GradingKernel(sandbox or Sandbox())
     ran: list[str] = []  # kernel sources that completed, for replay after a restart

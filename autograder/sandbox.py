@@ -70,6 +70,7 @@ class CGroup:
 
     limits: Limits
     dirs: list[Path] = field(default_factory=list)
+    limited: set[str] = field(default_factory=set)  # "processes", "memory": what the cgroups enforce
 
     def create(self) -> bool:
         name = f"dlcourse-{uuid.uuid4().hex[:12]}"
@@ -77,13 +78,13 @@ class CGroup:
             d = root / name
             try:
                 d.mkdir()
-                if ctl == "pids":
+                if ctl in ("pids", "v2"):
                     (d / "pids.max").write_text(str(self.limits.processes))
-                elif ctl == "memory":
-                    (d / "memory.limit_in_bytes").write_text(str(self.limits.memory_bytes))
-                else:  # v2
-                    (d / "pids.max").write_text(str(self.limits.processes))
-                    (d / "memory.max").write_text(str(self.limits.memory_bytes))
+                    self.limited.add("processes")
+                if ctl in ("memory", "v2"):
+                    (d / ("memory.max" if ctl == "v2" else "memory.limit_in_bytes")).write_text(
+                        str(self.limits.memory_bytes))
+                    self.limited.add("memory")
                 self.dirs.append(d)
             except OSError:
                 try:
@@ -126,6 +127,7 @@ class CGroup:
             except OSError:
                 pass
         self.dirs = []
+        self.limited = set()
 
 
 def bwrap_available() -> tuple[bool, str]:
@@ -190,7 +192,7 @@ class Sandbox:
         lim = self.limits
         rlimits = ["prlimit", f"--nofile={lim.open_files}", f"--fsize={lim.file_size_bytes}",
                    f"--cpu={lim.cpu_seconds}", "--core=0"]
-        if not self.cgroup.dirs or not any(d.parent.name == "memory" or "memory" in str(d) for d in self.cgroup.dirs):
+        if "memory" not in self.cgroup.limited:
             rlimits.append(f"--as={lim.memory_bytes * 2}")  # virtual memory is larger than resident; a backstop
         rlimits.append("--")
         if self.unsafe:
@@ -230,7 +232,9 @@ class Sandbox:
 
     def describe(self) -> str:
         enforced = ["open files", "file size", "CPU time"]
-        enforced += ["processes and memory (cgroup)"] if self.cgroup.dirs else ["address space (rlimit)"]
+        enforced += [f"{what} (cgroup)" for what in sorted(self.cgroup.limited)]
+        if "memory" not in self.cgroup.limited:
+            enforced.append("address space (rlimit)")
         mode = "NOT sandboxed (--unsafe)" if self.unsafe else "bubblewrap sandbox"
         return f"{mode}; limits: {', '.join(enforced)}"
 

@@ -79,6 +79,13 @@ def prelude_imports(sources: list[str]) -> str:
     return "\n".join(dict.fromkeys(lines))
 
 
+def prelude_of(cells: list) -> str:
+    """:func:`prelude_imports` of a notebook's locked code cells that are not tests (the set-up cell)."""
+    return prelude_imports([c.source for c in cells if c.cell_type == "code"
+                            and c.metadata.get("nbgrader", {}).get("locked")
+                            and not c.metadata.get("nbgrader", {}).get("grade")])
+
+
 def free_names(source: str) -> list[str]:
     """Global names a cell reads but never binds (nor imports), builtins excluded."""
     table = symtable.symtable(source, "<test>", "exec")

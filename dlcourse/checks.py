@@ -420,7 +420,7 @@ def _clone(x: Any) -> Any:
     if isinstance(x, _TensorType):
         return x.detach().clone().requires_grad_(x.requires_grad)
     if isinstance(x, Record):
-        return Record(x._kind, list(x._fields), [_clone(v) for v in x])
+        return x.with_values([_clone(v) for v in x])
     if isinstance(x, tuple | list):
         return type(x)(_clone(v) for v in x)
     if isinstance(x, dict):
@@ -718,7 +718,7 @@ def _detach_all(x: Any) -> Any:
     if isinstance(x, _TensorType):
         return _T_detach(x)
     if isinstance(x, Record):
-        return Record(x._kind, list(x._fields), [_detach_all(v) for v in x])
+        return x.with_values([_detach_all(v) for v in x])
     if isinstance(x, tuple | list):
         return type(x)(_detach_all(v) for v in x)
     return x
@@ -733,16 +733,13 @@ _SELF = _Self()
 
 def assert_same_object(obj: Any, a: str, b: str, message: str) -> None:
     """Attribute paths ``a`` and ``b`` of ``obj`` lead to one object (e.g. tied weights), else fail with ``message``."""
+    from dlcourse.grading.agent import attribute_path
+
     if is_remote(obj):
         same = obj.same(a, b)
     else:
-        def walk(path: str) -> Any:
-            node = obj
-            for part in path.split("."):
-                node = getattr(node, part)
-            return node
         try:
-            same = walk(a) is walk(b)
+            same = attribute_path(obj, a) is attribute_path(obj, b)
         except AttributeError as err:
             raise CheckFailure(f"{message} ({err})") from err
     if not same:

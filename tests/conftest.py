@@ -37,15 +37,14 @@ class TrustedSession:
 
     def __init__(self, chapter: str) -> None:
         import sandbox
-        from trusted import GradingKernel, prelude_imports
+        from trusted import GradingKernel, prelude_of
 
         self.chapter = chapter
         cells = code_cells(solution_notebook(chapter))
         ok, _ = sandbox.bwrap_available()
         self.kernel = GradingKernel(sandbox.Sandbox(unsafe=not ok), env={"OMP_NUM_THREADS": "1"})
         self.kernel.start()
-        self.prelude = prelude_imports([c.source for c in cells if c.metadata.get("nbgrader", {}).get("locked")
-                                        and not c.metadata.get("nbgrader", {}).get("grade")])
+        self.prelude = prelude_of(cells)
         self.tests: dict[str, str] = {}
         for cell in cells:
             meta = cell.metadata.get("nbgrader", {})
@@ -60,35 +59,27 @@ class TrustedSession:
         return self.kernel.run_test(self.tests[grade_id], self.prelude, 600, grade_id)
 
 
-_sessions: dict[str, ChapterSession] = {}
-_trusted: dict[str, TrustedSession] = {}
+def _cached(factory):
+    """``get(chapter)`` building each session once; every kernel is closed when the tests end."""
+    made: dict[str, object] = {}
+
+    def get(chapter: str):
+        if chapter not in made:
+            made[chapter] = factory(chapter)
+        return made[chapter]
+
+    yield get
+    for session in made.values():
+        session.kernel.close()
 
 
 @pytest.fixture(scope="session")
 def chapter_session():
     """``chapter_session(name)`` → the (cached) executed session of that chapter."""
-
-    def get(chapter: str) -> ChapterSession:
-        if chapter not in _sessions:
-            _sessions[chapter] = ChapterSession(chapter)
-        return _sessions[chapter]
-
-    yield get
-    for session in _sessions.values():
-        session.kernel.close()
-    _sessions.clear()
+    yield from _cached(ChapterSession)
 
 
 @pytest.fixture(scope="session")
 def trusted_session():
     """``trusted_session(name)`` → the (cached) chapter run the way the grader runs it."""
-
-    def get(chapter: str) -> TrustedSession:
-        if chapter not in _trusted:
-            _trusted[chapter] = TrustedSession(chapter)
-        return _trusted[chapter]
-
-    yield get
-    for session in _trusted.values():
-        session.kernel.close()
-    _trusted.clear()
+    yield from _cached(TrustedSession)

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("trusted")]
 
 import sandbox  # noqa: E402  (autograder/ is on sys.path, see conftest)
 from flags import escape_hatches  # noqa: E402
-from trusted import GradingKernel, free_names, prelude_imports  # noqa: E402
+from trusted import GradingKernel, free_names, prelude_of  # noqa: E402
 
 CHAPTER = "00_welcome"
 AVAILABLE, WHY = sandbox.bwrap_available()
@@ -47,7 +47,7 @@ def kernel():
         pytest.skip(f"no sandbox here: {WHY}")
     k = GradingKernel(sandbox.Sandbox(), env={"OMP_NUM_THREADS": "1"})
     cells = _cells(CHAPTER)
-    k.prelude = prelude_imports([cells[0].source])
+    k.prelude = prelude_of(cells)
     k.hidden = {_gid(c): c.source for c in cells if _gid(c).endswith(("_hidden", "_visible"))}
     wrong = _wrong_answers()
     setup = [wrong.get(_gid(c), c.source) for c in cells
@@ -127,8 +127,7 @@ def test_test_cells_name_only_what_answers_define():
 
     for chapter in sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()):
         cells = _cells(chapter)
-        prelude = prelude_imports([c.source for c in cells if c.metadata.get("nbgrader", {}).get("locked")
-                                   and not c.metadata.get("nbgrader", {}).get("grade")])
+        prelude = prelude_of(cells)
         provided = set(free_names(prelude)) | {
             (a.asname or a.name.split(".")[0]) for n in ast.parse(prelude).body for a in n.names}
         defined = set()

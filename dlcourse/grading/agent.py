@@ -33,7 +33,8 @@ def _guards(specs: Any) -> contextlib.ExitStack:
     return stack
 
 
-def _path(obj: Any, path: str) -> Any:
+def attribute_path(obj: Any, path: str) -> Any:
+    """``obj.a.b`` for ``path == "a.b"`` (``obj`` itself for an empty path)."""
     for part in path.split(".") if path else []:
         obj = getattr(obj, part)
     return obj
@@ -60,7 +61,7 @@ def _replace(obj: Any, new: list[torch.Tensor]) -> Any:
     if isinstance(obj, torch.Tensor):
         return new.pop(0) if obj.is_floating_point() or obj.is_complex() else obj
     if isinstance(obj, Record):
-        return Record(obj._kind, list(obj._fields), [_replace(v, new) for v in obj])
+        return obj.with_values([_replace(v, new) for v in obj])
     if isinstance(obj, tuple | list):
         return type(obj)(_replace(v, new) for v in obj)
     if isinstance(obj, dict):
@@ -144,7 +145,7 @@ class Agent:
         return len(obj)
 
     def op_same(self, obj: Any, a: str, b: str) -> bool:
-        return _path(obj, a) is _path(obj, b)
+        return attribute_path(obj, a) is attribute_path(obj, b)
 
     def op_params(self, obj: Any) -> list[str]:
         fn = obj.forward if isinstance(obj, torch.nn.Module) else obj

@@ -64,6 +64,10 @@ class Record(tuple):
     def keys(self) -> tuple[str, ...]:
         return self._fields
 
+    def with_values(self, values: list[Any]) -> Record:
+        """The same kind of record, with the same fields, holding ``values``."""
+        return Record(self._kind, list(self._fields), values)
+
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self, strict=True))
         return f"{self._kind}({inner})"
