@@ -16,10 +16,12 @@ from course_preprocessors import tampering
 # Modules whose import alone is an escape hatch (or a way out of the sandbox's rules).
 MODULES = {
     "ctypes", "gc", "importlib", "imp", "threading", "_thread", "multiprocessing", "concurrent", "subprocess",
-    "signal", "inspect", "builtins", "__builtin__", "sys", "atexit", "asyncio", "socket", "pty", "code",
+    "signal", "inspect", "builtins", "__builtin__", "atexit", "asyncio", "socket", "pty", "code",
     "codeop", "marshal", "pickle", "dill", "cloudpickle", "weakref", "ipykernel", "IPython", "traitlets",
     "zmq", "tornado", "jupyter_client", "faulthandler", "tracemalloc", "sched", "selectors", "mmap", "resource",
 }
+# What an answer may read from ``sys`` (printing to stderr, float limits); anything else of it is flagged.
+SYS_ALLOWED = {"stdout", "stderr", "float_info", "maxsize", "version_info", "platform", "getsizeof"}
 # Names whose use is an escape hatch wherever it appears.
 NAMES = {
     "__import__", "exec", "eval", "compile", "globals", "locals", "vars", "breakpoint", "get_ipython",
@@ -45,22 +47,64 @@ METHODS = {"__torch_function__", "__torch_dispatch__", "__del__", "__getattribut
 SAFE_MAGICS = {"time", "timeit", "matplotlib", "config", "precision"}
 
 
+def _magic_free(line: str) -> str | None:
+    """A safe magic line as the Python it runs (the timed statement), or None when it is not one."""
+    indent = line[:len(line) - len(line.lstrip())]
+    words = line.lstrip().lstrip("%").split(" ")
+    if not line.lstrip().startswith("%") or words[0] not in SAFE_MAGICS:
+        return None
+    if words[0] not in ("time", "timeit"):
+        return indent + "pass"
+    rest = words[1:]
+    while rest and (rest[0].startswith("-") or not rest[0]):  # timeit's options: -n 10, -r3, -q, -o
+        option = rest.pop(0)
+        if option in ("-n", "-r", "-p") and rest:
+            rest.pop(0)
+    return indent + (" ".join(rest) or "pass")
+
+
 def to_python(source: str) -> tuple[str, list[str]]:
-    """The cell as Python (IPython's own transforms), and the magics and shell escapes it uses."""
+    """The cell as Python (IPython's own transforms), and the magics and shell escapes it uses.
+
+    The few safe magics (timing, plotting, display precision) are replaced by the code they run, so a
+    timed statement is read like any other line and ``%time`` alone never flags an honest answer.
+    """
     from IPython.core.inputtransformer2 import TransformerManager
 
-    found = []
+    found, lines = [], []
     for line in source.splitlines():
+        python = _magic_free(line)
         stripped = line.lstrip()
-        if stripped.startswith("!") or stripped.startswith("%%") and stripped[2:].split()[:1] not in \
-                [[m] for m in SAFE_MAGICS]:
-            found.append(f"shell command or cell magic: {stripped[:40]!r}")
-        elif stripped.startswith("%") and stripped[1:].split()[:1] not in [[m] for m in SAFE_MAGICS]:
-            found.append(f"magic: {stripped[:40]!r}")
+        if python is not None:
+            lines.append(python)
+            continue
+        if stripped.startswith("!") or stripped.startswith("%"):
+            what = "shell command or cell magic" if stripped.startswith(("!", "%%")) else "magic"
+            found.append(f"{what}: {stripped[:40]!r}")
+        lines.append(line)
     try:
-        return TransformerManager().transform_cell(source), found
+        return TransformerManager().transform_cell("\n".join(lines) + "\n"), found
     except Exception:  # noqa: BLE001 - IPython refuses it: the kernel will report the syntax error
         return source, found
+
+
+def _sys_uses(tree: ast.AST) -> list[str]:
+    """``sys`` beyond :data:`SYS_ALLOWED`: its modules table, hooks, frames, or the module passed around."""
+    found = []
+    read = set()  # the `sys` names read as `sys.<attribute>`
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "sys":
+            read.add(id(node.value))
+            if node.attr not in SYS_ALLOWED:
+                found.append(f"use of sys.{node.attr}")
+        elif isinstance(node, ast.Import):
+            found += [f"import of sys as {a.asname}" for a in node.names if a.name == "sys" and a.asname]
+        elif isinstance(node, ast.ImportFrom) and node.module == "sys":
+            found += [f"import of sys.{a.name}" for a in node.names if a.name not in SYS_ALLOWED]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "sys" and id(node) not in read:
+            found.append("sys used as a value")
+    return found
 
 
 def escape_hatches(source: str) -> list[str]:
@@ -70,6 +114,7 @@ def escape_hatches(source: str) -> list[str]:
         tree = ast.parse(python)
     except (SyntaxError, ValueError):
         return found  # the kernel reports the syntax error; the exercise fails on its own
+    found += _sys_uses(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]

@@ -1,8 +1,10 @@
-"""The autograder's submission guard and stderr handling (autograder/course_preprocessors.py)."""
+"""What the grader reads in a student's source before running it: rewiring (course_preprocessors.tampering),
+escape hatches (flags.escape_hatches) and hidden-test markers (grade.strip_markers)."""
 
-import nbformat
 import pytest
-from course_preprocessors import StderrToStdout, SubmissionGuard, tampering
+from course_preprocessors import tampering
+from flags import escape_hatches
+from grade import strip_markers
 
 
 @pytest.mark.parametrize("source", [
@@ -49,34 +51,53 @@ def test_ordinary_code_is_left_alone(source):
 
 
 def test_hidden_test_markers_in_an_answer_are_neutralised():
-    guard = SubmissionGuard()
-    cell, _ = guard.preprocess_cell(_cell("# BEGIN HIDDEN TESTS\nx = 1", solution=True, grade_id="a"), {}, 0)
-    assert "BEGIN HIDDEN TESTS" not in cell.source and "x = 1" in cell.source
+    cleaned = strip_markers("### BEGIN HIDDEN TESTS\nx = 1\n   ### END HIDDEN TESTS\n")
+    assert "HIDDEN TESTS" not in cleaned and "x = 1" in cleaned
+    assert strip_markers("y = '### BEGIN HIDDEN TESTS'") == "y = '### BEGIN HIDDEN TESTS'"  # only whole lines
 
 
-def _cell(source, **nbgrader):
-    cell = nbformat.v4.new_code_cell(source)
-    if nbgrader:
-        cell.metadata["nbgrader"] = nbgrader
-    return cell
+@pytest.mark.parametrize("source", [
+    "import ctypes",
+    "import gc\ngc.get_referrers(checks)",
+    "f.__code__ = g.__code__",
+    "with torch._C.DisableTorchFunction():\n    y = F.softmax(x, -1)",
+    "get_ipython().events.register('post_run_cell', f)",
+    "import threading",
+    "class T(torch.Tensor):\n    pass",
+    "getattr(torch, '__dict__')",
+    "!rm -rf ~",
+    "%run other.py",
+])
+def test_escape_hatches_are_flagged(source):
+    assert escape_hatches(source)
 
 
-def test_guard_replaces_only_rewiring_student_cells():
-    guard = SubmissionGuard()
-    bad, _ = guard.preprocess_cell(_cell("torch.equal = f", solution=True, grade=False, grade_id="a"), {}, 0)
-    assert bad.source.startswith("raise RuntimeError('grader: this cell was not run")
-    locked = "torch.equal = f"  # a locked cell is the course's own and is restored by nbgrader anyway
-    same, _ = guard.preprocess_cell(_cell(locked, locked=True, grade_id="b"), {}, 1)
-    assert same.source == locked
-    fine, _ = guard.preprocess_cell(_cell("y = x + 1"), {}, 2)
-    assert fine.source == "y = x + 1"
+@pytest.mark.parametrize("source", [
+    "%time y = f(x)",
+    "%timeit -n 10 -r 3 attention(q, k, v)",
+    "%%time\nfor _ in range(3):\n    step()",
+    "%matplotlib inline\nplt.plot(xs)",
+    "for i in range(3):\n    print(getattr(model, 'weight').shape)",
+    "class Block(nn.Module):\n    def forward(self, x):\n        return x",
+])
+def test_honest_code_is_not_flagged(source):
+    assert escape_hatches(source) == []
 
 
-def test_stderr_becomes_marked_stdout_and_errors_stay():
-    cell = _cell("pass", grade=True, points=1)
-    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="UserWarning: x\nmore\n"),
-                    nbformat.v4.new_output("error", ename="CheckFailure", evalue="bad", traceback=[])]
-    out, _ = StderrToStdout().preprocess_cell(cell, {}, 0)
-    assert out.outputs[0]["name"] == "stdout"
-    assert out.outputs[0]["text"] == "[stderr] UserWarning: x\n[stderr] more\n"
-    assert out.outputs[1]["output_type"] == "error"
+@pytest.mark.parametrize("source", ["%timeit -n 3 -r1 import ctypes", "%%time\nimport gc", "%time f.__code__"])
+def test_a_timed_statement_is_read_like_any_other(source):
+    assert escape_hatches(source)
+
+
+@pytest.mark.parametrize("source, flagged", [
+    ("import sys\nprint('warning', file=sys.stderr)", False),
+    ("from sys import stderr\nstderr.write('x')", False),
+    ("import sys\nsys.modules['torch'] = fake", True),
+    ("import sys as s\ns.modules.clear()", True),
+    ("from sys import modules", True),
+    ("import sys\nx = sys\nx.settrace(f)", True),
+    ("import sys\ngetattr(sys, 'modules')", True),
+    ("import sys\nsys.exit()", True),
+])
+def test_sys_is_allowed_for_printing_only(source, flagged):
+    assert bool(escape_hatches(source)) == flagged, escape_hatches(source)

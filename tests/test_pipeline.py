@@ -259,7 +259,8 @@ def test_the_gradebook_and_classmates_are_out_of_reach(graded):
     root, result, scores = graded
     assert (root / "gradebook.db").stat().st_size > 0
     assert scores["full_marks", CHAPTER]["softmax_hidden"][0] == 3
-    assert "found" not in (root / "autograded" / "writes_gradebook" / CHAPTER / f"{CHAPTER}.ipynb").read_text()
+    seen = (root / "autograded" / "writes_gradebook" / CHAPTER / f"{CHAPTER}.ipynb").read_text()
+    assert str(root) not in seen, "the sandbox can see the course's grading folder"
     for path in (root / "submitted").rglob("*.ipynb"):
         assert path.read_text() != "{}", f"{path} was overwritten"
 
@@ -327,8 +328,10 @@ def test_feedback_hides_hidden_tests_and_grades_export(graded):
     assert "values differ" in wrong or "expected" in wrong  # the failures are reported...
     for line in hidden_test_lines(CHAPTER):  # ...without quoting the hidden tests
         assert line not in wrong, f"feedback shows a hidden test line: {line}"
+    printed = "HIDDEN-INPUT torch.Size"  # what the answer prints (its source, with the literal, is shown)
+    assert printed in (root / "autograded" / "prints_hidden_tests" / CHAPTER / f"{CHAPTER}.ipynb").read_text()
     spied = (root / "feedback" / "prints_hidden_tests" / CHAPTER / f"{CHAPTER}.html").read_text()
-    assert "HIDDEN-INPUT" not in spied, "text an answer printed while the hidden tests ran reached the feedback"
+    assert printed not in spied, "text an answer printed while the notebook was graded reached the feedback"
     result = _run(root, "grades")
     assert result.returncode == 0, result.stdout + result.stderr
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
