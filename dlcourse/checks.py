@@ -192,12 +192,26 @@ def assert_close(
 ) -> None:
     """``actual`` equals ``expected`` within ``tol`` (default :data:`FLOAT32`).
 
-    Tensors, NumPy arrays, numbers, and (nested) tuples or lists of them are accepted. Types, shapes
+    Tensors, NumPy arrays, numbers, and (nested) tuples, lists or dicts of them are accepted (a dict must
+    have exactly the expected keys; ``None`` matches only ``None``). Types, shapes
     and (for tensors, unless ``check_dtype=False``) dtypes must agree exactly; integer and boolean
     tensors are compared exactly, complex ones on both parts. An expected ±inf must be matched exactly.
     With ``equal_nan`` a NaN is accepted where a NaN is expected.
     """
     tol = tol or FLOAT32
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            raise CheckFailure(f"{name}: expected a dict with keys {sorted(map(repr, expected))}, "
+                               f"got {type(actual).__name__}")
+        if set(actual) != set(expected):
+            missing = sorted(map(repr, set(expected) - set(actual)))
+            extra = sorted(map(repr, set(actual) - set(expected)))
+            raise CheckFailure(f"{name}: keys differ; missing {', '.join(missing) or 'none'}, "
+                               f"not expected {', '.join(extra) or 'none'}")
+        for key, e in expected.items():
+            assert_close(actual[key], e, tol=tol, name=f"{name}[{key!r}]", check_dtype=check_dtype,
+                         equal_nan=equal_nan)
+        return
     if isinstance(expected, tuple | list):
         if not _same_container(actual, expected) or len(actual) != len(expected):
             got = f"{type(actual).__name__} of length {len(actual)}" if isinstance(actual, tuple | list) \

@@ -11,6 +11,16 @@ from dlcourse.widgets.attention import (
 )
 from dlcourse.widgets.base import InteractiveView, interactive_view
 from dlcourse.widgets.beams import BeamTree, RecordingModel, beam_tree_explorer, beam_tree_state, draw_beam_tree
+from dlcourse.widgets.optim import (
+    PlaygroundState,
+    ScheduleState,
+    draw_schedule,
+    draw_valley,
+    optimizer_playground,
+    playground_state,
+    schedule_designer,
+    schedule_state,
+)
 from dlcourse.widgets.sampling import (
     LanguageModel,
     NextTokenState,
@@ -47,4 +57,12 @@ __all__ = [
     "beam_tree_state",
     "draw_beam_tree",
     "beam_tree_explorer",
+    "PlaygroundState",
+    "playground_state",
+    "draw_valley",
+    "optimizer_playground",
+    "ScheduleState",
+    "schedule_state",
+    "draw_schedule",
+    "schedule_designer",
 ]
