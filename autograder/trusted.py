@@ -13,6 +13,7 @@ import builtins
 import contextlib
 import io
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -136,13 +137,35 @@ class GradingKernel:
         self.client = BlockingKernelClient(connection_file=str(conn))
         self.client.load_connection_file()
         self.client.start_channels()
-        try:
-            self.client.wait_for_ready(timeout=self.start_timeout)
-        except RuntimeError as err:
+        why = self._wait_for_kernel_info()
+        if why:
             tail = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
             self.kill()
-            raise KernelDied(f"the grading kernel did not start: {err}\n{tail}") from err
+            raise KernelDied(f"the grading kernel did not start: {why}\n{tail}")
         self.starts += 1
+
+    def _wait_for_kernel_info(self) -> str:
+        """Ask for kernel_info until it answers; the reason it never will, or "" once it has.
+
+        The process, not the heartbeat, says whether the kernel is alive: on a loaded machine (several
+        submissions graded at once) a heartbeat can be late while the kernel is only slow to start.
+        """
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            if self.proc is None or self.proc.poll() is not None:
+                return f"the kernel process ended (exit code {self.proc.returncode if self.proc else None})"
+            if time.monotonic() > deadline:
+                return f"no reply to kernel_info within {self.start_timeout:.0f} s"
+            self.client.kernel_info()
+            try:
+                reply = self.client.get_shell_msg(timeout=1)
+            except queue.Empty:
+                continue
+            if reply.get("msg_type") == "kernel_info_reply":
+                with contextlib.suppress(queue.Empty):
+                    while True:  # the start-up status messages
+                        self.client.get_iopub_msg(timeout=0.2)
+                return ""
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
