@@ -62,20 +62,22 @@ lint: ## ruff, with fixes applied
 release: instructor-only setup ## generate course/ from solutions/ (all chapters, or CH=01_seq2seq_attention)
 	$(PIPELINE) release $(if $(CH),--chapter $(CH))
 
-autograde: instructor-only setup ## grade every submission under autograder/submitted/<student>/<chapter>/
-	$(PIPELINE) autograde $(if $(CH),--chapter $(CH)) $(if $(UNSAFE),--unsafe)
+autograde: instructor-only setup ## grade submissions under autograder/submitted/<student>/<chapter>/ (JOBS=N, SCHEDULER=tcp://host:8786, FORCE=1)
+	$(PIPELINE) autograde $(if $(CH),--chapter $(CH)) $(if $(UNSAFE),--unsafe) $(if $(JOBS),--jobs $(JOBS)) \
+	  $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(FORCE),--force)
 
 feedback: instructor-only setup ## HTML feedback (hidden tests removed) under autograder/feedback/
 	$(PIPELINE) feedback
 
-grades: instructor-only setup ## export grades to autograder/grades.csv
-	$(PIPELINE) grades
+grades: instructor-only setup ## export grades to autograder/grades.csv and review.csv (FORMAT=canvas or moodle)
+	$(PIPELINE) grades $(if $(FORMAT),--format $(FORMAT))
 
 bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (no solutions, no hidden tests)
 	$(PIPELINE) bundle
 
-bench: instructor-only setup ## benchmarks; results go to bench/results/
+bench: instructor-only setup ## benchmarks; results go to bench/results/ (grading a class: bench/grading.py, long)
 	$(PY) bench/run.py
+	$(PY) bench/grading.py
 
 # Chapters whose notebooks train a checkpoint shipped in data/ (saved only when the demo reaches its target).
 CHECKPOINT_CHAPTERS := 01_seq2seq_attention 02_transformer_blocks 04_gpt_decoding
@@ -94,4 +96,5 @@ instructor-only:
 	  echo "Students: 'make setup', then 'make lab'."; exit 1; }
 
 clean-grading: ## remove submitted/, autograded/, feedback/ and the gradebook
-	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/gradebook.db autograder/grades.csv
+	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/results autograder/gradebook.db \
+	  autograder/grades.csv autograder/grades-*.csv autograder/review.csv

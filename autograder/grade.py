@@ -29,6 +29,7 @@ from trusted import GradingKernel, prelude_of
 CELL_TIMEOUT = 300.0
 SUBMISSION_TIMEOUT = 1800.0
 ROLES = ("answer", "visible", "hidden")
+ADDED_CELLS = "(cells the student added)"  # where escape hatches outside any exercise are listed for review
 
 
 @dataclass
@@ -65,6 +66,13 @@ class GradeResult:
         data = asdict(self)
         data["score"], data["max_score"] = self.score, self.max_score
         return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> GradeResult:
+        """The inverse of :meth:`to_json` (extra keys, such as a fingerprint, are ignored)."""
+        known = {k: data[k] for k in ("student", "chapter", "flagged", "notices", "restarts", "seconds", "error")
+                 if k in data}
+        return cls(tests=[TestScore(**t) for t in data.get("tests", [])], **known)
 
 
 # --------------------------------------------------------------------------------------------- reading
@@ -271,8 +279,9 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     for step in steps:
         if step.flags and step.exercise:
             result.flagged.setdefault(step.exercise, []).extend(step.flags)
-        elif step.flags:
+        elif step.flags:  # costs no exercise, but a person should see it
             result.notices.append("a cell the student added was not run: " + "; ".join(step.flags))
+            result.flagged.setdefault(ADDED_CELLS, []).extend(step.flags)
     prelude = prelude_of(release.cells)
     graded = copy.deepcopy(release)
     kernel = GradingKernel(sandbox or Sandbox())

@@ -4,14 +4,15 @@ Run through the Makefile (``make release``, ``make autograde``, ...) or directly
 
     python autograder/pipeline.py release [--chapter 00_welcome]
     python autograder/pipeline.py check            # course/ up to date, solutions/ clean, metadata valid
-    python autograder/pipeline.py autograde [--student ID] [--chapter CH]
+    python autograder/pipeline.py autograde [--student ID] [--chapter CH] [--jobs N] [--scheduler ADDR] [--force]
     python autograder/pipeline.py feedback
-    python autograder/pipeline.py grades           # autograder/grades.csv
+    python autograder/pipeline.py grades [--format csv|canvas|moodle]   # and autograder/review.csv
     python autograder/pipeline.py bundle           # dist/dlcourse-student.zip
 
-Submissions live in ``autograder/submitted/<student>/<chapter>/<chapter>.ipynb``. Each submission is
-graded in its own nbgrader process under a wall-clock limit, so one that hangs or crashes is reported and
-the others are still graded.
+Submissions live in ``autograder/submitted/<student>/<chapter>/<chapter>.ipynb``. Each is graded in a
+fresh sandboxed kernel under wall-clock limits (:mod:`grade`), several at a time or on a Dask cluster
+(:mod:`parallel`); this process alone records the results, so one that hangs or crashes is reported and
+the others are still graded, and a run that is stopped continues where it stopped.
 """
 
 from __future__ import annotations
@@ -238,48 +239,117 @@ def submissions(student: str | None = None, chapter: str | None = None) -> list[
     return pairs
 
 
-def record(result, graded_nb: nbformat.NotebookNode, notebook_name: str, db_url: str | None = None) -> None:
-    """Write one submission's result: the autograded notebook, its JSON, and the gradebook (the one writer)."""
-    from nbgrader.api import Gradebook, MissingEntry
+class Recorder:
+    """The one writer: autograded notebooks, results JSON and the gradebook, for results in any order."""
 
-    out_dir = AUTOGRADED / result.student / result.chapter
-    out_dir.mkdir(parents=True, exist_ok=True)
-    nbformat.write(graded_nb, out_dir / f"{notebook_name}.ipynb")
-    (out_dir / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) + "\n")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{result.student}__{result.chapter}.json").write_text(json.dumps(result.to_json(), indent=1) + "\n")
-    import warnings
+    def __init__(self, db_url: str | None = None) -> None:
+        self.db_url = db_url or os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
 
-    with Gradebook(db_url or f"sqlite:///{GRADING / 'gradebook.db'}") as gb, warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's own session handling
-        gb.update_or_create_student(result.student)
-        try:
-            gb.find_submission(result.chapter, result.student)
-        except MissingEntry:
-            gb.add_submission(result.chapter, result.student)
-        for test in result.tests:
-            grade = gb.find_grade(test.grade_id, notebook_name, result.chapter, result.student)
-            grade.auto_score = test.score
-            grade.manual_score = None
-            grade.needs_manual_grade = test.exercise in result.flagged
-        nb = gb.find_submission_notebook(notebook_name, result.chapter, result.student)
-        nb.flagged = bool(result.flagged) or bool(result.error)
-        gb.db.commit()
+    def __enter__(self) -> Recorder:
+        from nbgrader.api import Gradebook
+
+        self.gradebook = Gradebook(self.db_url)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.gradebook.close()
+
+    def record(self, result, graded_nb: nbformat.NotebookNode | None, notebook_name: str,
+               fingerprint: str = "", **extra: object) -> None:
+        """Write one submission's result; a failed grading writes its JSON (with the reason) only."""
+        if graded_nb is not None:
+            out_dir = AUTOGRADED / result.student / result.chapter
+            out_dir.mkdir(parents=True, exist_ok=True)
+            nbformat.write(graded_nb, out_dir / f"{notebook_name}.ipynb")
+            (out_dir / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) + "\n")
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        data = {**result.to_json(), "fingerprint": fingerprint, **extra}
+        target = RESULTS / f"{result.student}__{result.chapter}.json"
+        partial = target.with_suffix(".json.partial")
+        partial.write_text(json.dumps(data, indent=1) + "\n")
+        partial.replace(target)  # a run stopped mid-write leaves the old result, never half of one
+        if result.tests:
+            self.gradebook_entry(result, notebook_name)
+
+    def gradebook_entry(self, result, notebook_name: str) -> None:
+        """Scores and review flags of one submission in the gradebook (idempotent)."""
+        import warnings
+
+        from nbgrader.api import MissingEntry
+
+        gb = self.gradebook
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's own session handling
+            gb.update_or_create_student(result.student)
+            try:
+                gb.find_submission(result.chapter, result.student)
+            except MissingEntry:
+                gb.add_submission(result.chapter, result.student)
+            for test in result.tests:
+                grade = gb.find_grade(test.grade_id, notebook_name, result.chapter, result.student)
+                grade.auto_score = test.score
+                grade.manual_score = None
+                grade.needs_manual_grade = test.exercise in result.flagged
+            nb = gb.find_submission_notebook(notebook_name, result.chapter, result.student)
+            nb.flagged = bool(result.flagged) or bool(result.error)
+            gb.db.commit()
+
+
+def previous_result(student: str, chapter: str, fingerprint: str):
+    """The recorded result of this exact submission (same file, release and tests), if it was graded."""
+    import grade as grading
+
+    path = RESULTS / f"{student}__{chapter}.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("fingerprint") != fingerprint or data.get("error") or not data.get("tests"):
+        return None
+    return grading.GradeResult.from_json(data)
 
 
 def autograde(student: str | None = None, chapter: str | None = None, cell_timeout: float = 300,
-              submission_timeout: float = 1800, unsafe: bool = False):
-    """Grade every submission (or the chosen ones): each in a fresh sandbox, tests in this process."""
-    import grade as grading
+              submission_timeout: float = 1800, unsafe: bool = False, jobs: int = 1, scheduler=None,
+              force: bool = False, progress: bool = True) -> tuple[list, list]:
+    """Grade the submissions (all, or the chosen ones); returns (graded now, unchanged and skipped).
+
+    ``jobs`` submissions at a time on this machine, or on the Dask cluster at ``scheduler``. Results are
+    recorded as they arrive; a run that is stopped and started again grades only what is new or changed
+    (``force`` grades everything again).
+    """
+    import parallel
     import sandbox
 
-    ok, why = sandbox.bwrap_available()
-    if not ok and not unsafe:
-        raise PipelineError(f"the grading sandbox cannot be had here: {why}. Grading untrusted code without it "
-                            "exposes the solutions and the gradebook; pass --unsafe (UNSAFE=1) to grade anyway.")
+    if scheduler is None:
+        ok, why = sandbox.bwrap_available()
+        if not ok and not unsafe:
+            raise PipelineError(f"the grading sandbox cannot be had here: {why}. Grading untrusted code without "
+                                "it exposes the solutions and the gradebook; pass --unsafe (UNSAFE=1) to grade "
+                                "anyway.")
+    if scheduler is not None:  # first, so that a wrong address fails at once
+        try:
+            make_executor, close = parallel.dask_pool(scheduler, jobs)
+        except ConnectionError as err:
+            raise PipelineError(str(err)) from err
+    else:
+        make_executor, close = parallel.local_pool(jobs), (lambda: None)
+    try:
+        return _grade_all(student, chapter, cell_timeout, submission_timeout, unsafe, force, progress,
+                          make_executor)
+    finally:
+        close()
+
+
+def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, submission_timeout: float,
+               unsafe: bool, force: bool, progress: bool, make_executor) -> tuple[list, list]:
+    """:func:`autograde` once its workers are there: plan, skip what is unchanged, grade, record."""
+    import grade as grading
+    import parallel
+
     known = set(chapters())
     sync_gradebook()
-    results = []
+    results, skipped, todo = [], [], []
     for sid, ch in submissions(student, chapter):
         if ch not in known:
             results.append(grading.GradeResult(sid, ch, error=f"unknown chapter {ch!r}"))
@@ -292,14 +362,34 @@ def autograde(student: str | None = None, chapter: str | None = None, cell_timeo
         if not path.exists():
             results.append(grading.GradeResult(sid, ch, error=f"no notebook under submitted/{sid}/{ch}/"))
             continue
-        box = sandbox.Sandbox(unsafe=unsafe)
-        result, graded_nb = grading.grade(release_nb, path, source_nb, student=sid, chapter=ch, sandbox=box,
-                                          cell_timeout=cell_timeout, submission_timeout=submission_timeout)
-        if path != wanted:
-            result.notices.append(f"graded {path.name} (expected {wanted.name})")
-        record(result, graded_nb, release_nb.stem)
-        results.append(result)
-    return results
+        job = parallel.Job(sid, ch, path, release_nb, source_nb)
+        fingerprint = job.fingerprint()
+        if not force and (before := previous_result(sid, ch, fingerprint)) is not None:
+            skipped.append((before, release_nb.stem))
+            continue
+        todo.append((job, fingerprint, release_nb.stem, path != wanted))
+    with Recorder() as recorder:
+        for result in results:
+            recorder.record(result, None, "")
+        for before, name in skipped:  # a replaced or restored gradebook gets them back
+            recorder.gradebook_entry(before, name)
+        bar = parallel.Progress(len(todo), progress)
+        try:
+            payloads = [job.payload(cell_timeout, submission_timeout, unsafe) for job, *_ in todo]
+            for i, outcome in parallel.run(payloads, make_executor):
+                job, fingerprint, name, renamed = todo[i]
+                result = grading.GradeResult.from_json(outcome["result"])
+                if renamed:
+                    result.notices.append(f"graded {job.submission.name} (expected {name}.ipynb)")
+                graded_nb = nbformat.reads(outcome["notebook"], as_version=4) if outcome["notebook"] else None
+                recorder.record(result, graded_nb, name, fingerprint,
+                                **{k: outcome[k] for k in ("worker", "grader_peak_mb", "kernel_peak_mb")
+                                   if k in outcome})
+                results.append(result)
+                bar.update(result)
+        finally:
+            bar.close()
+    return results, [before for before, _ in skipped]
 
 
 def feedback() -> None:
@@ -309,10 +399,15 @@ def feedback() -> None:
             nbgrader("generate_feedback", ch, "--force")
 
 
-def grades(out: Path = GRADES_CSV) -> Path:
-    """Export the gradebook to CSV (one row per student and chapter)."""
-    nbgrader("export", f"--CsvExportPlugin.to={out}")
-    return out
+def grades(fmt: str = "csv", out: Path | None = None) -> list[Path]:
+    """Export the gradebook: per-exercise columns and totals (``csv``), or Canvas's or Moodle's import
+    file; ``review.csv`` beside it lists what needs a person. Returns the files written."""
+    import export
+
+    sync_gradebook()
+    out = out or (GRADES_CSV if fmt == "csv" else GRADING / f"grades-{fmt}.csv")
+    db_url = os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
+    return export.write(export.read(db_url, RESULTS), out, fmt)
 
 
 def bundle(out: Path | None = None) -> Path:
@@ -348,8 +443,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds per cell")
     p.add_argument("--submission-timeout", type=float, default=1800, help="seconds per submission")
     p.add_argument("--unsafe", action="store_true", help="grade without the sandbox (only where it cannot be had)")
+    p.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS") or os.cpu_count() or 1),
+                   help="submissions graded at a time on this machine (default: the number of cores)")
+    p.add_argument("--scheduler", default=os.environ.get("SCHEDULER") or None,
+                   help="grade on this Dask cluster instead (e.g. tcp://host:8786)")
+    p.add_argument("--force", action="store_true", help="grade again what was graded and has not changed")
     sub.add_parser("feedback", help="HTML feedback under autograder/feedback/")
-    sub.add_parser("grades", help="export grades to autograder/grades.csv")
+    p = sub.add_parser("grades", help="export grades to autograder/grades.csv (or grades-canvas/-moodle.csv)")
+    p.add_argument("--format", default=os.environ.get("FORMAT") or "csv", choices=("csv", "canvas", "moodle"))
     sub.add_parser("bundle", help="dist/dlcourse-student.zip")
     args = parser.parse_args(argv)
     try:
@@ -365,12 +466,13 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"notebooks ok: {len(chapters())} chapter(s), course/ matches solutions/")
         elif args.command == "autograde":
-            results = autograde(args.student, args.chapter, args.timeout, args.submission_timeout, args.unsafe)
+            results, skipped = autograde(args.student, args.chapter, args.timeout, args.submission_timeout,
+                                         args.unsafe, args.jobs, args.scheduler, args.force)
             if args.unsafe:
                 print("WARNING: grading WITHOUT the sandbox (--unsafe): submissions can read and write this machine")
-            if not results:
+            if not results and not skipped:
                 print(f"no submissions under {SUBMITTED}/<student>/<chapter>/")
-            for r in results:
+            for r in sorted(results, key=lambda r: (r.student, r.chapter)):
                 status = "FAILED" if r.error else ("REVIEW" if r.flagged else "graded")
                 print(f"{status:7} {r.student:20} {r.chapter:28} {r.score:5.1f}/{r.max_score:<5.1f} {r.seconds:6.1f} s")
                 for exercise, reasons in r.flagged.items():
@@ -378,15 +480,16 @@ def main(argv: list[str] | None = None) -> int:
                 for line in r.notices + ([r.error] if r.error else []):
                     print("        " + line)
             failed = [r for r in results if r.error]
-            review = [r for r in results if r.flagged]
-            print(f"{len(results) - len(failed)} graded, {len(failed)} failed, {len(review)} flagged for review "
-                  f"(results in {RESULTS})")
+            review = [r for r in results + skipped if r.flagged]
+            print(f"{len(results) - len(failed)} graded, {len(failed)} failed, {len(review)} flagged for review, "
+                  f"{len(skipped)} unchanged since they were graded (--force grades them again); "
+                  f"results in {RESULTS}")
             return 1 if failed else 0
         elif args.command == "feedback":
             feedback()
             print(f"feedback written under {FEEDBACK}/")
         elif args.command == "grades":
-            print(f"grades written to {grades()}")
+            print("written: " + ", ".join(str(p) for p in grades(args.format)))
         elif args.command == "bundle":
             print(f"student bundle: {bundle().relative_to(ROOT)}")
     except PipelineError as err:

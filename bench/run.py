@@ -1,4 +1,4 @@
-"""Benchmarks: each solution notebook's wall time in FAST and full mode, and widget latency.
+"""Benchmarks: each solution notebook's wall time in FAST and full mode, grading time, and widget latency.
 
 Results are written to bench/results/<machine>.json; they are measurements, not pass/fail tests.
 """
@@ -28,6 +28,27 @@ def notebook_seconds(path: Path, fast: bool) -> float:
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     return time.perf_counter() - start
+
+
+def grading_seconds(chapter: str) -> dict[str, float]:
+    """One reference submission graded two ways, FAST mode: hidden tests run inside the student's kernel
+    (the solution notebook executed as is) against the trusted grader (sandboxed kernel, tests in the
+    grader through proxies). Both include starting the kernel."""
+    sys.path.insert(0, str(ROOT / "autograder"))
+    import grade
+    import sandbox
+
+    source = ROOT / "solutions" / chapter / f"{chapter}.ipynb"
+    release = ROOT / "course" / chapter / f"{chapter}.ipynb"
+    in_kernel = notebook_seconds(source, fast=True)
+    start = time.perf_counter()
+    result, _ = grade.grade(release, source, source, student="bench", chapter=chapter,
+                            sandbox=sandbox.Sandbox(unsafe=not sandbox.bwrap_available()[0]))
+    trusted = time.perf_counter() - start
+    assert not result.error and all(t.score == t.points for t in result.tests), "the reference lost points"
+    return {f"{chapter} graded with tests in the kernel (FAST), s": round(in_kernel, 1),
+            f"{chapter} graded by the trusted grader (FAST), s": round(trusted, 1),
+            f"{chapter} trusted grading overhead, %": round(100 * (trusted / in_kernel - 1))}
 
 
 def widget_ms(repeats: int = 20) -> dict[str, float]:
@@ -86,15 +107,22 @@ def main() -> int:
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%d"),
     }
+    only = sys.argv[1:]  # e.g. `bench/run.py grading` runs only the grading benchmark
     for path in sorted((ROOT / "solutions").glob("*/*.ipynb")):
+        if not only or "grading" in only:
+            results.update(grading_seconds(path.parent.name))
+            print(json.dumps(results, indent=2), flush=True)
+        if only:
+            continue
         for fast in (True, False):
             key = f"{path.stem} notebook, {'FAST' if fast else 'full'} mode, s"
             results[key] = round(notebook_seconds(path, fast), 1)
             print(f"{key}: {results[key]}", flush=True)
-    results.update(widget_ms())
-    results.update(sampling_explorer_ms())
+    if not only:
+        results.update(widget_ms())
+        results.update(sampling_explorer_ms())
     OUT.mkdir(parents=True, exist_ok=True)
-    target = OUT / "latest.json"
+    target = OUT / ("latest.json" if not only else f"latest-{'-'.join(only)}.json")
     target.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     print(f"written to {target.relative_to(ROOT)}")

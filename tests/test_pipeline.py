@@ -149,7 +149,7 @@ def graded(tmp_path_factory):
     _save(root, "reads_solutions", CHAPTER, submission(CHAPTER, steal))
     _save(root, "corrupt_file", CHAPTER, "{ this is not a notebook")
     _add_accidents(root, good, first_wrong)
-    result = _run(root, "autograde", DLCOURSE_CELL_TIMEOUT="20")
+    result = _run(root, "autograde", DLCOURSE_CELL_TIMEOUT="40", JOBS="2")  # two at a time, as on 2 cores
     scores = {}
     from nbgrader.api import Gradebook
 
@@ -267,11 +267,26 @@ def test_the_gradebook_and_classmates_are_out_of_reach(graded):
 
 def test_results_are_reproducible(graded):
     root, _, scores = graded
-    again = _run(root, "autograde", "--student", "full_marks", "--chapter", CHAPTER)
+    before = json.loads((root / "results" / f"full_marks__{CHAPTER}.json").read_text())
+    again = _run(root, "autograde", "--student", "full_marks", "--chapter", CHAPTER, "--force", "--jobs", "1")
     assert again.returncode == 0, again.stdout + again.stderr
+    assert "1 graded, 0 failed" in again.stdout, again.stdout
     data = json.loads((root / "results" / f"full_marks__{CHAPTER}.json").read_text())
+    assert data["seconds"] != before["seconds"], "--force did not grade the submission again"
     assert {t["grade_id"]: t["score"] for t in data["tests"]} == {
         k: v[0] for k, v in scores["full_marks", CHAPTER].items()}
+
+
+def test_a_second_run_grades_only_what_changed(graded):
+    root, _, scores = graded
+    target = root / "submitted" / "all_wrong" / CHAPTER / f"{CHAPTER}.ipynb"
+    changed = nbformat.read(target, as_version=4)
+    changed.cells.append(nbformat.v4.new_markdown_cell("a late edit"))
+    nbformat.write(changed, target)
+    again = _run(root, "autograde", "--chapter", CHAPTER, DLCOURSE_CELL_TIMEOUT="40")
+    out = again.stdout + again.stderr
+    assert "1 graded, 0 failed" in out and f"{len(STUDENTS) - 1} unchanged" in out, out
+    assert "all_wrong" in again.stdout and "full_marks" not in again.stdout, again.stdout
 
 
 def test_a_cell_that_swallows_the_interrupt_is_stopped_and_the_rest_is_graded(graded):
@@ -335,8 +350,22 @@ def test_feedback_hides_hidden_tests_and_grades_export(graded):
     result = _run(root, "grades")
     assert result.returncode == 0, result.stdout + result.stderr
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
-    assert float(rows["full_marks"]["raw_score"]) == float(rows["full_marks"]["max_score"]) > 0
-    assert float(rows["blank"]["raw_score"]) == 0
+    possible = rows["(points possible)"]
+    for chapter in CHAPTERS:
+        assert float(rows["full_marks"][f"{chapter}/total"]) == float(possible[f"{chapter}/total"]) > 0
+    assert float(rows["full_marks"]["total"]) == sum(float(possible[f"{ch}/total"]) for ch in CHAPTERS)
+    assert float(rows["blank"]["total"]) == 0
+    assert float(rows["full_marks"][f"{CHAPTER}/softmax"]) == float(possible[f"{CHAPTER}/softmax"]) > 0
+    assert rows["tamperer"]["01_seq2seq_attention/total"] == ""  # not submitted: blank, not 0
+    review = list(csv.DictReader((root / "review.csv").open()))
+    assert {"reads_solutions", "tamperer"} <= {r["student"] for r in review}, review
+    assert all(r["reason"] != "flagged by the grader" for r in review), review  # the grader's own reasons
+    assert any(r["student"] == "corrupt_file" and "JSON" in r["reason"] for r in review), review
+    for fmt, header in (("canvas", "Student,ID,SIS User ID,SIS Login ID,Section,"), ("moodle", "ID number,")):
+        result = _run(root, "grades", "--format", fmt)
+        assert result.returncode == 0, result.stdout + result.stderr
+        text = (root / f"grades-{fmt}.csv").read_text()
+        assert text.startswith(header) and "full_marks" in text, text[:300]
 
 
 def test_committed_release_is_current_and_leaks_nothing():

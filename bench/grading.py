@@ -1,0 +1,153 @@
+"""Benchmarks of grading a class: throughput with JOBS=1 and JOBS=N, a mixed class graded in parallel against
+the same class graded serially (nothing lost, duplicated or scored differently), memory per worker, and the
+projection for 300 students × 11 chapters.
+
+    python bench/grading.py [--n 40] [--mixed 200] [--jobs 2]
+
+Writes bench/results/grading.json. Measurements, not pass/fail tests (except that a lost, duplicated or
+differently scored submission is reported as such).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "autograder")]
+OUT = ROOT / "bench" / "results"
+
+from test_pipeline import _mutants, _save, answers_from_solution, submission  # noqa: E402
+
+HANG = "\nimport time\nwhile True:\n    time.sleep(0.05)"
+HOARD = "\n_hoard = [torch.ones(2 ** 27) for _ in range(400)]"  # past the sandbox's memory limit
+
+
+def chapters() -> list[str]:
+    return sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+
+
+def make_class(root: Path, n: int, mixed: bool, seed: int = 0) -> dict[str, str]:
+    """``n`` submissions under root/submitted; chapter 00 only, or mixed chapters with wrong, hanging and
+    memory-hungry answers among them. Returns student -> what was submitted."""
+    rng = random.Random(seed)
+    kinds = {}
+    for i in range(n):
+        chapter = rng.choice(chapters()) if mixed else "00_welcome"
+        answers = answers_from_solution(chapter)
+        answer_ids = sorted(answers)
+        kind = rng.choices(["right", "wrong", "hangs", "crashes"], [80, 14, 3, 3])[0] if mixed else "right"
+        if kind == "wrong":
+            mutants = _mutants(chapter)
+            exercise = rng.choice(sorted(mutants))
+            answers[f"{exercise}_answer"] = rng.choice(mutants[exercise])[1]
+        elif kind in ("hangs", "crashes"):
+            victim = rng.choice(answer_ids)
+            answers[victim] += HANG if kind == "hangs" else HOARD
+        student = f"s{i:03d}_{kind}"
+        _save(root, student, chapter, submission(chapter, answers))
+        kinds[student] = f"{chapter} {kind}"
+    return kinds
+
+
+def grade_class(root: Path, jobs: int, scheduler: str | None = None, cell_timeout: int = 20) -> dict:
+    """Run `pipeline.py autograde --force` over the class; wall time, scores and the gradebook's row count."""
+    env = dict(os.environ, DLCOURSE_GRADING_DIR=str(root), DLCOURSE_CELL_TIMEOUT=str(cell_timeout))
+    cmd = [sys.executable, str(ROOT / "autograder" / "pipeline.py"), "autograde", "--force", "--jobs", str(jobs)]
+    if scheduler:
+        cmd += ["--scheduler", scheduler]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+    seconds = time.perf_counter() - start
+    results = [json.loads(p.read_text()) for p in (root / "results").glob("*.json")]
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        rows = sum(len(gb.find_student(s.id).submissions) for s in gb.students)
+    return {"seconds": seconds, "returncode": done.returncode, "tail": done.stdout[-400:] + done.stderr[-400:],
+            "scores": {(r["student"], r["chapter"]): sorted((t["grade_id"], t["score"]) for t in r["tests"])
+                       for r in results},
+            "errors": [r["student"] for r in results if r.get("error")], "gradebook_rows": rows,
+            "grader_peak_mb": max((r.get("grader_peak_mb", 0) for r in results), default=0),
+            "kernel_peak_mb": max((r.get("kernel_peak_mb", 0) for r in results), default=0),
+            "seconds_by_chapter": _mean_seconds(results)}
+
+
+def _mean_seconds(results: list[dict]) -> dict[str, float]:
+    by: dict[str, list[float]] = {}
+    for r in results:
+        if not r.get("error") and r.get("seconds"):
+            by.setdefault(r["chapter"], []).append(r["seconds"])
+    return {ch: round(sum(v) / len(v), 1) for ch, v in sorted(by.items())}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=40, help="chapter-00 submissions for the throughput run")
+    parser.add_argument("--mixed", type=int, default=200, help="mixed submissions for the consistency run")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    out: dict[str, object] = {"cores": os.cpu_count(), "jobs": args.jobs, "n": args.n,
+                              "date": time.strftime("%Y-%m-%d")}
+    with tempfile.TemporaryDirectory(prefix="dlcourse-bench-") as tmp:
+        same = Path(tmp) / "same"
+        make_class(same, args.n, mixed=False)
+        serial = grade_class(same, 1)
+        parallel = grade_class(same, args.jobs)
+        out[f"{args.n} chapter-00 submissions, JOBS=1, s"] = round(serial["seconds"], 1)
+        out[f"{args.n} chapter-00 submissions, JOBS={args.jobs}, s"] = round(parallel["seconds"], 1)
+        out["speed-up"] = round(serial["seconds"] / parallel["seconds"], 2)
+        out["same scores, JOBS=1 and JOBS=N"] = serial["scores"] == parallel["scores"]
+        out["grader process peak, MB"] = max(serial["grader_peak_mb"], parallel["grader_peak_mb"])
+        out["kernel peak (chapter 00), MB"] = max(serial["kernel_peak_mb"], parallel["kernel_peak_mb"])
+        print(json.dumps(out, indent=1), flush=True)
+        if args.mixed:
+            mixed = Path(tmp) / "mixed"
+            kinds = make_class(mixed, args.mixed, mixed=True)
+            copy = Path(tmp) / "mixed-serial"
+            shutil.copytree(mixed / "submitted", copy / "submitted")
+            many = grade_class(mixed, args.jobs)
+            one = grade_class(copy, 1)
+            out[f"{args.mixed} mixed submissions"] = {k: sum(1 for v in kinds.values() if v.endswith(k))
+                                                      for k in ("right", "wrong", "hangs", "crashes")}
+            out[f"{args.mixed} mixed, JOBS={args.jobs}, s"] = round(many["seconds"], 1)
+            out[f"{args.mixed} mixed, JOBS=1, s"] = round(one["seconds"], 1)
+            out["mixed: results recorded (parallel, serial)"] = [len(many["scores"]), len(one["scores"])]
+            out["mixed: gradebook submissions (parallel, serial)"] = [many["gradebook_rows"], one["gradebook_rows"]]
+            out["mixed: failed submissions"] = many["errors"]
+            out["mixed: same scores as serial"] = many["scores"] == one["scores"]
+            out["mixed: submissions whose scores differ"] = sorted(
+                k[0] for k in many["scores"] if many["scores"][k] != one["scores"].get(k))
+            out["kernel peak (any chapter), MB"] = max(many["kernel_peak_mb"], one["kernel_peak_mb"])
+            out["mean seconds per submission, by chapter (serial)"] = one["seconds_by_chapter"]
+    out["projection, 300 students x 11 chapters"] = projection(out)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "grading.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+def projection(out: dict) -> dict[str, str]:
+    """Wall time for 300 × 11 submissions on 2, 16 and 64 cores, from the measured serial seconds per
+    submission and the measured parallel efficiency; memory as JOBS × (grader + kernel peak)."""
+    per_chapter = out.get("mean seconds per submission, by chapter (serial)") or {}
+    mean = (sum(per_chapter.values()) / len(per_chapter) if per_chapter
+            else out[f"{out['n']} chapter-00 submissions, JOBS=1, s"] / out["n"])
+    efficiency = min(1.0, out["speed-up"] / max(1, out["jobs"]))
+    memory_gb = (out["grader process peak, MB"] + out.get("kernel peak (any chapter), MB",
+                                                         out["kernel peak (chapter 00), MB"])) / 1024
+    return {f"{cores} cores": f"{300 * 11 * mean / (cores * efficiency) / 3600:.1f} h with JOBS={cores}, "
+                              f"about {cores * memory_gb:.0f} GB of memory"
+            for cores in (2, 16, 64)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
