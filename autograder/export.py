@@ -71,7 +71,9 @@ def read(db_url: str, results: Path | None = None) -> Table:
 
 def _reasons(table: Table, results: Path | None) -> None:
     """The grader's own reasons for each review flag, flags outside any exercise (a student's added cell),
-    and the submissions it could not grade — from the results JSON beside the gradebook."""
+    the submissions it could not grade and what it recovered or tolerated in the ones it did (a notebook
+    that was not valid JSON, a duplicated answer cell, a hung test) — from the results JSON beside the
+    gradebook."""
     if results is None or not results.exists():
         return
     for path in sorted(results.glob("*.json")):
@@ -87,6 +89,8 @@ def _reasons(table: Table, results: Path | None) -> None:
             row["reason"] = "; ".join(dict.fromkeys(reasons))
         if data.get("error"):
             table.review.append({**who, "exercise": "(whole submission)", "reason": data["error"]})
+        for notice in data.get("notices", []):  # what was recovered may have lost work: a person looks
+            table.review.append({**who, "exercise": "(whole submission)", "reason": f"recovered: {notice}"})
 
 
 def _number(value: float | None) -> str:
