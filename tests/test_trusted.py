@@ -88,6 +88,28 @@ POISON = {
                                            "def _loop():\n    while True:\n"
                                            "        torch.allclose = lambda *a, **k: True\n        time.sleep(0.01)\n"
                                            "threading.Thread(target=_loop, daemon=True).start()",
+    "loosened tolerances": "from dlcourse import checks\n"
+                           "checks.FLOAT32 = checks.Tolerance(rtol=1e9, atol=1e9)\nchecks.FLOAT64 = checks.FLOAT32",
+    "an import hook in builtins": "import builtins\n_real_import = builtins.__import__\n"
+                                  "def _hook(name, *a, **k):\n    module = _real_import(name, *a, **k)\n"
+                                  "    if name.startswith('dlcourse'):\n"
+                                  "        import dlcourse.checks as c\n        c.assert_close = lambda *a, **k: None\n"
+                                  "    return module\nbuiltins.__import__ = _hook",
+    "references rewired through gc": "import gc\nfrom dlcourse import checks\nfake = lambda *a, **k: None\n"
+                                     "for ref in gc.get_referrers(checks.assert_close):\n"
+                                     "    if isinstance(ref, dict):\n"
+                                     "        for key, value in list(ref.items()):\n"
+                                     "            if value is checks.assert_close:\n                ref[key] = fake",
+    "importlib and computed setattr": "import importlib\nm = importlib.import_module('dlcourse' + '.checks')\n"
+                                      "for n in dir(m):\n    if n.startswith(('assert', 'compare')):\n"
+                                      "        setattr(m, n, lambda *a, **k: None)",
+    "a tensor subclass that lies": "import torch\n_wrong_softmax = softmax\n"
+                                   "class Liar(torch.Tensor):\n    @classmethod\n"
+                                   "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+                                   "        if func in (torch.allclose, torch.equal, torch.Tensor.__eq__):\n"
+                                   "            return True\n"
+                                   "        return super().__torch_function__(func, types, args, kwargs or {})\n"
+                                   "def softmax(*a, **k):\n    return _wrong_softmax(*a, **k).as_subclass(Liar)",
     "a rewired agent": "import dlcourse.grading.agent as a\n"
                        "a.Agent.op_call = lambda self, obj, args, kwargs, **k: {'value': args[0], 'args': args, "
                        "'kwargs': kwargs} if k.get('echo') else args[0]",
@@ -174,7 +196,8 @@ def test_the_sandbox_hides_the_repository_other_checkouts_and_the_grader(kernel,
     secret.parent.mkdir()
     secret.write_text("answers")
     paths = [str(ROOT / "solutions"), str(ROOT / "tests"), str(ROOT / "autograder"), str(ROOT / ".git"),
-             str(secret), str(ROOT / "README.md"), str(ROOT / "Makefile")]
+             str(secret), str(ROOT / "README.md"), str(ROOT / "Makefile"),
+             f"/proc/1/root{ROOT}/solutions", "/proc/1/cwd/solutions", f"/proc/2/root{ROOT}/solutions"]
     code = f"PATHS = {paths!r}\nWRITE = {str(ROOT / 'dlcourse' / 'planted.py')!r}\n" + PROBE
     os.environ["DLCOURSE_GRADER_SECRET"] = "do-not-leak"
     run = kernel.run_cell(code, 60)
