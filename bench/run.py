@@ -6,6 +6,7 @@ Results are written to bench/results/<machine>.json; they are measurements, not 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
@@ -68,7 +69,48 @@ def widget_ms(repeats: int = 20) -> dict[str, float]:
         fig.canvas.draw()
         plt.close(fig)
         times.append((time.perf_counter() - start) * 1000)
-    return {"softmax_temperature redraw, median ms": round(statistics.median(times), 1)}
+    return {"softmax_temperature redraw, median ms": round(statistics.median(times), 1), **optim_widgets_ms(repeats)}
+
+
+def optim_widgets_ms(repeats: int = 20) -> dict[str, float]:
+    """Chapter 10: one playground redraw (four 100-step paths with the reference update functions, drawn into
+    the kept figure) and one schedule-designer redraw (1000 steps of a warm-up + cosine schedule)."""
+    import matplotlib.pyplot as plt
+
+    from dlcourse import data
+    from dlcourse.widgets import optim as wopt
+
+    def sgd(param, grad, state, *, lr, momentum=0.0, nesterov=False):  # torch.optim.SGD's step, functional
+        buf = momentum * state["buf"] + grad if "buf" in state else grad
+        return param - lr * ((grad + momentum * buf if nesterov else buf) if momentum else grad), {"buf": buf}
+
+    def adam(param, grad, state, *, lr, betas=(0.9, 0.999)):
+        t, m, v = state.get("t", 0) + 1, state.get("m", 0 * grad), state.get("v", 0 * grad)
+        m, v = betas[0] * m + (1 - betas[0]) * grad, betas[1] * v + (1 - betas[1]) * grad ** 2
+        step = lr * (m / (1 - betas[0] ** t)) / ((v / (1 - betas[1] ** t)).sqrt() + 1e-8)
+        return param - step, {"t": t, "m": m, "v": v}
+
+    def cosine(shape, warmup, total, cycles):
+        def factor(t):
+            if t < warmup:
+                return (t + 1) / (warmup + 1)
+            return 0.5 * (1 + math.cos(math.pi * (t - warmup) / (total - warmup)))
+        return factor
+
+    runs = data.load_json("10_schedule_runs")
+    view, playground, designer = wopt.ValleyView(), [], []
+    for i in range(repeats):
+        start = time.perf_counter()
+        fig = view.show(wopt.playground_state(sgd, adam, "bowl", 0.03, 0.1, 0.5 + i / (2 * repeats), 0.9, 0.999, 100))
+        fig.canvas.draw()
+        playground.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        fig = wopt.draw_schedule(wopt.schedule_state(cosine, runs["runs"], "cosine", 0.1, 1000, 1.0), runs["lr"])
+        fig.canvas.draw()
+        plt.close(fig)
+        designer.append((time.perf_counter() - start) * 1000)
+    return {"optimizer_playground redraw, median ms": round(statistics.median(playground), 1),
+            "schedule_designer redraw, median ms": round(statistics.median(designer), 1)}
 
 
 def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:

@@ -117,6 +117,27 @@ def test_playground_state_walks_every_optimizer_and_measures_distances():
     plt.close(fig)
 
 
+def test_the_playground_view_moves_its_paths_in_place_and_rebuilds_for_a_new_valley():
+    import matplotlib.pyplot as plt
+
+    def state(valley, momentum):
+        return wopt.playground_state(plain_sgd, sign_step, valley, sgd_lr=0.03, adam_lr=0.05, momentum=momentum,
+                                     beta1=0.9, beta2=0.999, steps=30)
+
+    view = wopt.ValleyView()
+    first = view.show(state("bowl", 0.9))
+    slower = state("bowl", 0.5)
+    again = view.show(slower)
+    assert again is first  # updated, not rebuilt
+    line = again.axes[0].lines[2]  # [0] is the minimum, [1] plain SGD, [2] momentum
+    assert (line.get_xydata() == slower.paths["momentum 0.5"].numpy()).all()
+    assert again.axes[0].get_legend().get_texts()[1].get_text().startswith("momentum 0.5: ")
+    other = next(name for name in optim.VALLEYS if name != "bowl")
+    rebuilt = view.show(state(other, 0.5))
+    assert rebuilt is not first and optim.VALLEYS[other].name in rebuilt.axes[0].get_title()
+    plt.close("all")
+
+
 RUNS = {"steps": 10, "lr": 0.01, "runs": [
     {"shape": "linear", "warmup": 0.0, "cycles": 1.0, "loss": [2.0] * 10, "val_accuracy": 0.9},
     {"shape": "linear", "warmup": 0.2, "cycles": 1.0, "loss": [1.0] * 10, "val_accuracy": 0.95},

@@ -36,46 +36,93 @@ class PlaygroundState:
         return {k: float((p[-1] - target).norm()) if len(p) > 0 else math.inf for k, p in self.paths.items()}
 
 
+@functools.lru_cache(maxsize=64)
+def _walk(update: Update, valley: str, steps: int, lr: float, hyper: tuple) -> torch.Tensor:
+    """:func:`trajectory`, remembered: moving one slider recomputes only the paths that depend on it."""
+    return trajectory(update, valley, steps, lr, **dict(hyper))
+
+
 def playground_state(sgd_update: Update, adam_update: Update, valley: str, sgd_lr: float, adam_lr: float,
                      momentum: float, beta1: float, beta2: float, steps: int) -> PlaygroundState:
     """Walk ``valley`` for ``steps`` steps with plain SGD, SGD with (Nesterov) momentum, and Adam."""
     paths = {
-        "SGD": trajectory(sgd_update, valley, steps, sgd_lr),
-        f"momentum {momentum:g}": trajectory(sgd_update, valley, steps, sgd_lr, momentum=momentum),
-        f"Nesterov {momentum:g}": trajectory(sgd_update, valley, steps, sgd_lr, momentum=momentum, nesterov=True),
-        f"Adam β=({beta1:g}, {beta2:g})": trajectory(adam_update, valley, steps, adam_lr, betas=(beta1, beta2)),
+        "SGD": _walk(sgd_update, valley, steps, sgd_lr, ()),
+        f"momentum {momentum:g}": _walk(sgd_update, valley, steps, sgd_lr, (("momentum", momentum),)),
+        f"Nesterov {momentum:g}": _walk(sgd_update, valley, steps, sgd_lr,
+                                        (("momentum", momentum), ("nesterov", True))),
+        f"Adam β=({beta1:g}, {beta2:g})": _walk(adam_update, valley, steps, adam_lr, (("betas", (beta1, beta2)),)),
     }
     return PlaygroundState(valley, paths)
 
 
 @functools.lru_cache(maxsize=8)
-def _contours(valley: str, n: int = 120) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _background(valley: str, n: int = 160) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The valley's log10 height over its box, computed once per valley: as grey RGBA bytes (light where
+    low; rows are y, bottom row first) and as the grid (x, y, log height) for a few level lines."""
     x0, x1, y0, y1 = VALLEYS[valley].box
-    xs, ys = np.linspace(x0, x1, n), np.linspace(y0, y1, n)
-    gx, gy = np.meshgrid(xs, ys)
-    z = VALLEYS[valley].f(torch.from_numpy(np.stack([gx, gy], axis=-1))).numpy()
-    return gx, gy, np.log10(z + 1e-3)
+    gx, gy = np.meshgrid(np.linspace(x0, x1, n), np.linspace(y0, y1, n))
+    z = np.log10(VALLEYS[valley].f(torch.from_numpy(np.stack([gx, gy], axis=-1))).numpy() + 1e-3)
+    shade = 255 - 110 * (z - z.min()) / max(float(np.ptp(z)), 1e-12)
+    rgba = np.empty((n, n, 4), dtype=np.uint8)
+    rgba[..., :3] = shade[..., None].astype(np.uint8)
+    rgba[..., 3] = 255
+    return rgba, (gx, gy, z)
+
+
+def _path_labels(state: PlaygroundState) -> list[str]:
+    return [f"{label}: {dist:.2g} from the minimum" for label, dist in state.distances().items()]
 
 
 def draw_valley(state: PlaygroundState, ax: Any = None):
-    """Log-spaced contours of the valley and every path on it; returns the figure."""
+    """The valley's log-height as a shaded image with level lines, its minimum, and every path on it;
+    returns the figure. The shading is an image computed once per valley."""
     import matplotlib.pyplot as plt
 
     fig = None
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 3.6))
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.08, top=0.92)
     v = VALLEYS[state.valley]
-    gx, gy, z = _contours(state.valley)
-    ax.contour(gx, gy, z, levels=18, colors="0.8", linewidths=0.6)
+    shade, (gx, gy, z) = _background(state.valley)
+    ax.imshow(shade, extent=v.box, origin="lower", aspect="auto", interpolation="nearest")
+    ax.contour(gx, gy, z, levels=10, colors="0.6", linewidths=0.5)
     ax.plot(*v.minimum, "k*", ms=12)
-    for (label, path), dist in zip(state.paths.items(), state.distances().values(), strict=True):
+    for path, label in zip(state.paths.values(), _path_labels(state), strict=True):
         pts = path.numpy()
-        ax.plot(pts[:, 0], pts[:, 1], ".-", ms=2, lw=1, label=f"{label}: {dist:.2g} from the minimum")
-    ax.set(xlim=v.box[:2], ylim=v.box[2:], title=v.name)
+        ax.plot(pts[:, 0], pts[:, 1], ".-", ms=2, lw=1, label=label)
+    ax.set(xlim=v.box[:2], ylim=v.box[2:])
+    ax.set_title(f"{v.name} (shading: log height)", y=1.0)  # a fixed place: no layout pass per redraw
     ax.legend(fontsize=7, loc="lower right")
-    if fig is not None:
-        fig.tight_layout()
     return fig if fig is not None else ax.figure
+
+
+class ValleyView:
+    """One figure kept across redraws: a new state moves the paths and rewrites the legend in place, and
+    redraws the background only when the valley changes (the widget's redraws stay well under 100 ms)."""
+
+    def __init__(self) -> None:
+        self.figure = None
+        self._valley = ""
+        self._names: list[str] = []
+
+    def show(self, state: PlaygroundState):
+        """The figure for ``state`` (built on the first call and whenever the valley or the paths' names
+        change; updated in place otherwise)."""
+        import matplotlib.pyplot as plt
+
+        if self.figure is None or state.valley != self._valley or len(state.paths) != len(self._names):
+            if self.figure is not None:
+                plt.close(self.figure)
+            self.figure = draw_valley(state)
+            self._valley, self._names = state.valley, list(state.paths)
+            return self.figure
+        ax = self.figure.axes[0]
+        for line, path in zip(ax.lines[1:], state.paths.values(), strict=True):  # lines[0]: the minimum
+            pts = path.numpy()
+            line.set_data(pts[:, 0], pts[:, 1])
+        for text, label in zip(ax.get_legend().get_texts(), _path_labels(state), strict=True):
+            text.set_text(label)
+        return self.figure
 
 
 def optimizer_playground(sgd_update: Update, adam_update: Update, steps: int = 100) -> InteractiveView:
@@ -91,9 +138,10 @@ def optimizer_playground(sgd_update: Update, adam_update: Update, steps: int = 1
         "beta2": W.FloatSlider(value=0.999, min=0.5, max=0.9999, step=0.0001, readout_format=".4f",
                                description="β₂"),
     }
+    view = ValleyView()
 
     def render(**values: Any):
-        return draw_valley(playground_state(sgd_update, adam_update, steps=steps, **values))
+        return view.show(playground_state(sgd_update, adam_update, steps=steps, **values))
 
     return interactive_view(controls, render, title=f"Optimizer playground ({steps} steps each)")
 
@@ -136,10 +184,12 @@ def schedule_state(make: ScheduleFactory, runs: list[dict], shape: str, warmup: 
 def draw_schedule(state: ScheduleState, base_lr: float):
     """Left: lr(t). Right: the nearest shipped run's training loss (smoothed) against the fraction of training."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
     from dlcourse.optim import smooth
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.88, wspace=0.25)  # fixed: no layout pass
     ax1.plot([base_lr * f for f in state.factors])
     ax1.set(xlabel="step", ylabel="learning rate", title=f"{state.shape}: lr(t) = {base_lr:g} · λ(t)")
     if state.run is None:
@@ -150,10 +200,11 @@ def draw_schedule(state: ScheduleState, base_lr: float):
         frac = np.arange(1, len(loss) + 1) / len(loss)
         ax2.plot(frac, loss, color="tab:orange")
         ax2.set_yscale("log")
+        ax2.yaxis.set_minor_locator(NullLocator())  # labelled minor ticks of a log axis cost most of a redraw
         ax2.set(xlabel="fraction of training", ylabel="training loss (smoothed)",
                 title=f"shipped run: {r['shape']}, warm-up {r['warmup']:.0%}, cycles {r['cycles']:g} → "
                       f"{r['val_accuracy']:.1%}")
-    fig.tight_layout()
+        ax2.title.set_fontsize(9)
     return fig
 
 
