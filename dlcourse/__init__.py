@@ -7,7 +7,10 @@ Modules, one concept each:
 * :mod:`dlcourse.training` — a small training loop with progress bar and live loss plot;
 * :mod:`dlcourse.widgets` — interactive views whose logic is plain, tested functions;
 * :mod:`dlcourse.data` — offline datasets; :mod:`dlcourse.assets` — verified pretrained model files;
-* :mod:`dlcourse.dates`, :mod:`dlcourse.tasks`, :mod:`dlcourse.shakespeare` — the chapters' data;
+* :mod:`dlcourse.dates`, :mod:`dlcourse.tasks`, :mod:`dlcourse.shakespeare`, :mod:`dlcourse.fashion` — the
+  chapters' data;
+* :mod:`dlcourse.models` — reference blocks later chapters reuse (chapter 02's attention; the ViT layout);
+* :mod:`dlcourse.vision` — image classifiers trained for a fixed time (the ViT-vs-CNN comparison);
 * :mod:`dlcourse.attention` — capturing attention weights; :mod:`dlcourse.lm` — language-model plumbing
   (the output convention, GPT-2 oracles and weight conversion, SmolLM2).
 """
