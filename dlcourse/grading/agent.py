@@ -30,6 +30,10 @@ def _guards(specs: Any) -> contextlib.ExitStack:
             from dlcourse import lm
 
             stack.enter_context(lm.generation_refused(spec[1]))
+        elif spec[0] == "allocation_limit":
+            from dlcourse import sparse
+
+            stack.enter_context(sparse.allocation_limit(int(spec[1]), spec[2]))
     return stack
 
 

@@ -28,7 +28,8 @@ def is_trusted() -> bool:
 
 @contextlib.contextmanager
 def pushed(spec: tuple) -> Iterator[None]:
-    """Record ``spec`` (``("forbid", patterns, why)`` or ``("no_generation", why)``) for the block."""
+    """Record ``spec`` (``("forbid", patterns, why)``, ``("no_generation", why)`` or
+    ``("allocation_limit", max_elements, why)``) for the block."""
     token = _ACTIVE.set(_ACTIVE.get() + (spec,))
     try:
         yield
@@ -38,4 +39,4 @@ def pushed(spec: tuple) -> Iterator[None]:
 
 def active() -> list[list]:
     """The guards in force, as data to send."""
-    return [[spec[0], *([sorted(spec[1])] if spec[0] == "forbid" else []), spec[-1]] for spec in _ACTIVE.get()]
+    return [[spec[0], *(sorted(a) if isinstance(a, frozenset) else a for a in spec[1:])] for spec in _ACTIVE.get()]

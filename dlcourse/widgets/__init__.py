@@ -30,6 +30,7 @@ from dlcourse.widgets.sampling import (
     token_label,
 )
 from dlcourse.widgets.softmax import TemperatureState, draw_temperature, softmax_temperature, temperature_state
+from dlcourse.widgets.sparse import PatternState, draw_masks, draw_pattern, pattern_designer, pattern_state
 
 __all__ = [
     "InteractiveView",
@@ -65,4 +66,9 @@ __all__ = [
     "schedule_state",
     "draw_schedule",
     "schedule_designer",
+    "draw_masks",
+    "PatternState",
+    "pattern_state",
+    "draw_pattern",
+    "pattern_designer",
 ]
