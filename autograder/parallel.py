@@ -94,7 +94,10 @@ def failure(payload: dict[str, Any], why: str) -> dict[str, Any]:
 
 
 class InProcess(cf.Executor):
-    """``JOBS=1``: grade here, one submission after the other (the same interface as a pool)."""
+    """``JOBS=1``: grade here, one submission after the other (the same interface as a pool; ``submit``
+    grades at once, so :func:`run` gives it one submission at a time)."""
+
+    window = 1
 
     def submit(self, fn, /, *args, **kwargs):  # noqa: ANN001, ANN201 - cf.Executor's signature
         future: cf.Future = cf.Future()
@@ -154,38 +157,47 @@ def run(payloads: list[dict[str, Any]], make_executor: Callable[[], cf.Executor]
     """Grade every payload; yields ``(index, outcome)`` as each finishes, in no particular order.
 
     A grader exception becomes that submission's failure. When a local worker dies, the pool is rebuilt and
-    the unfinished submissions are sent again, at most ``retries`` times each.
+    the submissions it was grading are sent again, at most ``retries`` times each. An executor with a
+    ``window`` (``InProcess``: 1) is given that many submissions at a time, so each result is recorded
+    (and a stopped run keeps it) before the next is graded.
     """
     pending = dict(enumerate(payloads))
     tries = dict.fromkeys(pending, 0)
     while pending:
         executor = make_executor()
-        futures = {executor.submit(grade_payload, payload): i for i, payload in pending.items()}
-        broken = False
+        waiting = iter(list(pending))
+        window = getattr(executor, "window", None) or len(pending)
+        futures: dict[cf.Future, int] = {}
+        broken: set[int] = set()
         try:
-            for future in cf.as_completed(futures):
-                i = futures[future]
-                try:
-                    outcome = future.result()
-                except BrokenProcessPool:
-                    broken = True
-                    continue
-                except Exception as err:  # noqa: BLE001 - one submission's failure, not the run's
-                    outcome = failure(pending[i], f"the grader failed on this submission: "
-                                                  f"{type(err).__name__}: {err}"[:2000])
-                del pending[i]
-                yield i, outcome
+            while True:
+                while not broken and len(futures) < window and (i := next(waiting, None)) is not None:
+                    futures[executor.submit(grade_payload, pending[i])] = i
+                if not futures:
+                    break
+                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    i = futures.pop(future)
+                    try:
+                        outcome = future.result()
+                    except BrokenProcessPool:
+                        broken.add(i)
+                        continue
+                    except Exception as err:  # noqa: BLE001 - one submission's failure, not the run's
+                        outcome = failure(pending[i], f"the grader failed on this submission: "
+                                                      f"{type(err).__name__}: {err}"[:2000])
+                    del pending[i]
+                    yield i, outcome
         finally:
             try:
                 executor.shutdown(wait=not broken, cancel_futures=True)
             except TypeError:  # Dask's executor has no cancel_futures
                 executor.shutdown(wait=not broken)
-        if broken:
-            for i in list(pending):
-                tries[i] += 1
-                if tries[i] > retries:
-                    yield i, failure(pending.pop(i), f"a grading worker died while this submission was being "
-                                                     f"graded ({tries[i]} times); it was not graded")
+        for i in broken:  # only what the dead pool was grading counts a try
+            tries[i] += 1
+            if tries[i] > retries:
+                yield i, failure(pending.pop(i), f"a grading worker died while this submission was being "
+                                                 f"graded ({tries[i]} times); it was not graded")
 
 
 class Progress:

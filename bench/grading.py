@@ -67,13 +67,19 @@ def grade_class(root: Path, jobs: int, scheduler: str | None = None, cell_timeou
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
     seconds = time.perf_counter() - start
+    return {**collect(root), "seconds": seconds, "returncode": done.returncode,
+            "tail": done.stdout[-400:] + done.stderr[-400:]}
+
+
+def collect(root: Path) -> dict:
+    """What a grading run left under ``root``: scores per (student, chapter) from the results JSON, the
+    gradebook's submission rows, failures, memory peaks and the mean seconds per chapter."""
     results = [json.loads(p.read_text()) for p in (root / "results").glob("*.json")]
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         rows = sum(len(gb.find_student(s.id).submissions) for s in gb.students)
-    return {"seconds": seconds, "returncode": done.returncode, "tail": done.stdout[-400:] + done.stderr[-400:],
-            "scores": {(r["student"], r["chapter"]): sorted((t["grade_id"], t["score"]) for t in r["tests"])
+    return {"scores": {(r["student"], r["chapter"]): sorted((t["grade_id"], t["score"]) for t in r["tests"])
                        for r in results},
             "errors": [r["student"] for r in results if r.get("error")], "gradebook_rows": rows,
             "grader_peak_mb": max((r.get("grader_peak_mb", 0) for r in results), default=0),
@@ -114,23 +120,32 @@ def main() -> int:
             shutil.copytree(mixed / "submitted", copy / "submitted")
             many = grade_class(mixed, args.jobs)
             one = grade_class(copy, 1)
-            out[f"{args.mixed} mixed submissions"] = {k: sum(1 for v in kinds.values() if v.endswith(k))
-                                                      for k in ("right", "wrong", "hangs", "crashes")}
-            out[f"{args.mixed} mixed, JOBS={args.jobs}, s"] = round(many["seconds"], 1)
-            out[f"{args.mixed} mixed, JOBS=1, s"] = round(one["seconds"], 1)
-            out["mixed: results recorded (parallel, serial)"] = [len(many["scores"]), len(one["scores"])]
-            out["mixed: gradebook submissions (parallel, serial)"] = [many["gradebook_rows"], one["gradebook_rows"]]
-            out["mixed: failed submissions"] = many["errors"]
-            out["mixed: same scores as serial"] = many["scores"] == one["scores"]
-            out["mixed: submissions whose scores differ"] = sorted(
-                k[0] for k in many["scores"] if many["scores"][k] != one["scores"].get(k))
-            out["kernel peak (any chapter), MB"] = max(many["kernel_peak_mb"], one["kernel_peak_mb"])
-            out["mean seconds per submission, by chapter (serial)"] = one["seconds_by_chapter"]
+            out.update(mixed_report(kinds, many, one, args.jobs))
     out["projection, 300 students x 11 chapters"] = projection(out)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "grading.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
     return 0
+
+
+def mixed_report(kinds: dict[str, str], many: dict, one: dict, jobs: int) -> dict[str, object]:
+    """The mixed class graded with JOBS=jobs (``many``) against serially (``one``): nothing lost, nothing
+    written twice, the same scores."""
+    n = len(kinds)
+    return {
+        f"{n} mixed submissions": {k: sum(1 for v in kinds.values() if v.endswith(k))
+                                   for k in ("right", "wrong", "hangs", "crashes")},
+        f"{n} mixed, JOBS={jobs}, s": round(many["seconds"], 1),
+        f"{n} mixed, JOBS=1, s": round(one["seconds"], 1),
+        "mixed: results recorded (parallel, serial)": [len(many["scores"]), len(one["scores"])],
+        "mixed: gradebook submissions (parallel, serial)": [many["gradebook_rows"], one["gradebook_rows"]],
+        "mixed: failed submissions": many["errors"],
+        "mixed: same scores as serial": many["scores"] == one["scores"],
+        "mixed: submissions whose scores differ": sorted(
+            k[0] for k in many["scores"] if many["scores"][k] != one["scores"].get(k)),
+        "kernel peak (any chapter), MB": max(many["kernel_peak_mb"], one["kernel_peak_mb"]),
+        "mean seconds per submission, by chapter (serial)": one["seconds_by_chapter"],
+    }
 
 
 def throughput(root: Path, n: int, jobs: int, out: dict) -> None:

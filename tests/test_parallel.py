@@ -50,9 +50,26 @@ def test_a_dying_worker_is_retried_then_reported(fake_grader):
 
     payloads = [_payload("a"), _payload("dies", breaks=True), _payload("c")]
     got = dict(parallel.run(payloads, factory, retries=1))
-    assert sorted(got) == [0, 1, 2] and len(made) == 2  # one new pool for the retry
+    assert sorted(got) == [0, 1, 2]
+    assert len(made) == 3  # a new pool for the retry, and one for "c", which no dead pool had started
     assert "died" in got[1]["result"]["error"] and "2 times" in got[1]["result"]["error"]
     assert got[0]["result"]["error"] == got[2]["result"]["error"] == ""
+
+
+def test_one_at_a_time_each_result_arrives_before_the_next_is_graded(monkeypatch):
+    """With JOBS=1 a result is handed over (and recorded) as soon as it is graded: a run stopped half-way
+    keeps what it graded."""
+    graded = []
+
+    def grader(payload):
+        graded.append(payload["student"])
+        return _fake_grader(payload)
+
+    monkeypatch.setattr(parallel, "grade_payload", grader)
+    seen = []
+    for i, outcome in parallel.run([_payload(s) for s in "abc"], parallel.InProcess):
+        seen.append((outcome["result"]["student"], list(graded)))
+    assert seen == [("a", ["a"]), ("b", ["a", "b"]), ("c", ["a", "b", "c"])]
 
 
 def test_every_result_arrives_exactly_once_from_a_process_pool():
