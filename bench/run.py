@@ -143,6 +143,31 @@ def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
             f"course GPT greedy, {n_new} tokens, with cache, ms": round(generation[True], 1)}
 
 
+def sparse_attention_costs() -> dict[str, float]:
+    """Chapter 09: measured peak memory and time of dense attention against the reference sliding-window
+    attention (the solution notebook's answer cells), one head, d = 64, w = 256, n = 512 … 16,384."""
+    import torch
+
+    from dlcourse import sparse
+
+    source = ROOT / "solutions" / "09_sparse_attention" / "09_sparse_attention.ipynb"
+    namespace: dict[str, object] = {}
+    exec("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F", namespace)
+    for cell in nbformat.read(source, as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in ("masks_answer", "banded_answer"):
+            exec(cell.source, namespace)
+    window_mask, attention = namespace["window_mask"], namespace["sliding_window_attention"]
+    w = 256
+    methods = {"dense": lambda q, k, v: sparse.dense_attention(q, k, v, window_mask(q.shape[-2], w)),
+               "banded": lambda q, k, v: attention(q, k, v, w)[0]}
+    torch.set_num_threads(2)
+    results = {}
+    for row in sparse.attention_costs(methods, [512, 1024, 2048, 4096, 8192, 16_384]):
+        results[f"09 {row['method']} attention, n = {row['n']}, peak MiB"] = round(row["peak_bytes"] / 2**20, 1)
+        results[f"09 {row['method']} attention, n = {row['n']}, s"] = round(row["seconds"], 3)
+    return results
+
+
 def main() -> int:
     results: dict[str, object] = {
         "machine": f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()})",
@@ -163,6 +188,7 @@ def main() -> int:
     if not only:
         results.update(widget_ms())
         results.update(sampling_explorer_ms())
+        results.update(sparse_attention_costs())
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / ("latest.json" if not only else f"latest-{'-'.join(only)}.json")
     target.write_text(json.dumps(results, indent=2) + "\n")
