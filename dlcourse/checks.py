@@ -696,10 +696,10 @@ def compare_modules(
         assert_close(_detach_all(got), _detach_all(want), tol=tol, name=f"{label} output")
     names = _input_names(student, inputs)
     for name_i, g, w in zip(names, got_in, want_in, strict=True):
-        assert_close(_zero_if_none(g, w), _zero_if_none(w, w), tol=grad_tol, name=f"{label}: gradient of {name_i}")
+        assert_close(*_zeros_for_none(g, w), tol=grad_tol, name=f"{label}: gradient of {name_i}")
     for (k, g), (_, w) in zip(sorted(got_params.items()), sorted(_renamed(want_params, rename).items()),
                               strict=True):
-        assert_close(_zero_if_none(g, w), _zero_if_none(w, w), tol=grad_tol, name=f"{label}: gradient of {k}")
+        assert_close(*_zeros_for_none(g, w), tol=grad_tol, name=f"{label}: gradient of {k}")
 
 
 def _input_names(module: torch.nn.Module, inputs: Sequence[Any]) -> list[str]:
@@ -722,10 +722,14 @@ def _renamed(params: dict[str, Any], rename: dict[str, str] | None) -> dict[str,
     return params
 
 
-def _zero_if_none(g: torch.Tensor | None, like: torch.Tensor | None) -> torch.Tensor | None:
-    if g is None and like is not None:
-        return torch.zeros_like(like)
-    return g
+def _zeros_for_none(got: torch.Tensor | None, want: torch.Tensor | None) -> tuple[Any, Any]:
+    """A gradient that is None (a parameter the output does not use) as zeros shaped like the other one, on
+    either side: the student's kernel sends unused parameters' gradients back as zeros."""
+    if got is None and want is not None:
+        got = torch.zeros_like(want)
+    if want is None and got is not None:
+        want = torch.zeros_like(got)
+    return got, want
 
 
 def _detach_all(x: Any) -> Any:

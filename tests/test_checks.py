@@ -242,3 +242,26 @@ def test_an_exact_name_spares_longer_ones():
         torch.nn.GRUCell(3, 2)(torch.randn(1, 3))  # torch.gru_cell is allowed
     with pytest.raises(ForbiddenCall), checks.forbid({"=gru"}):
         torch.nn.GRU(3, 2)(torch.randn(1, 4, 3))
+
+
+class _WithSpare(torch.nn.Module):
+    """A linear layer and a spare parameter that adds nothing to the output but ``spare_weight`` to the
+    gradient (None: not used at all)."""
+
+    def __init__(self, spare_weight: float | None) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+        self.spare = torch.nn.Parameter(torch.ones(2))
+        self.spare_weight = spare_weight
+
+    def forward(self, x):
+        y = self.lin(x)
+        return y if self.spare_weight is None else y + self.spare_weight * (self.spare - self.spare.detach())
+
+
+def test_an_unused_parameter_compares_as_a_zero_gradient_on_either_side():
+    x = torch.randn(4, 3)
+    checks.compare_modules(_WithSpare(0.0), _WithSpare(None), x)  # zeros (as the kernel sends) against None
+    checks.compare_modules(_WithSpare(None), _WithSpare(0.0), x)
+    with pytest.raises(checks.CheckFailure, match="gradient of spare"):
+        checks.compare_modules(_WithSpare(1.0), _WithSpare(None), x)  # a parameter the oracle does not use
