@@ -98,7 +98,7 @@ def optim_widgets_ms(repeats: int = 20) -> dict[str, float]:
         return factor
 
     runs = data.load_json("10_schedule_runs")
-    view, playground, designer = wopt.ValleyView(), [], []
+    view, playground, designer = wopt.valley_view(), [], []
     for i in range(repeats):
         start = time.perf_counter()
         fig = view.show(wopt.playground_state(sgd, adam, "bowl", 0.03, 0.1, 0.5 + i / (2 * repeats), 0.9, 0.999, 100))

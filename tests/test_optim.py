@@ -124,7 +124,7 @@ def test_the_playground_view_moves_its_paths_in_place_and_rebuilds_for_a_new_val
         return wopt.playground_state(plain_sgd, sign_step, valley, sgd_lr=0.03, adam_lr=0.05, momentum=momentum,
                                      beta1=0.9, beta2=0.999, steps=30)
 
-    view = wopt.ValleyView()
+    view = wopt.valley_view()
     first = view.show(state("bowl", 0.9))
     slower = state("bowl", 0.5)
     again = view.show(slower)

@@ -126,3 +126,28 @@ def test_pattern_state_and_designer_use_the_given_functions():
     designer = widgets.pattern_designer(build, reach, n=32)
     designer.controls["window"].value = 5
     assert designer.last_values["window"] == 5 and designer.renders == 2
+
+
+def test_the_designer_view_updates_its_figure_in_place():
+    import matplotlib.pyplot as plt
+
+    from dlcourse.widgets import sparse as wsparse
+
+    def build(n, window, dilation, n_global, n_random, block, seed):
+        i = torch.arange(n)
+        return (i[:, None] - i[None, :]).abs() <= window
+
+    def reach(mask, layers):
+        return torch.linalg.matrix_power(mask.float(), layers) > 0
+
+    view = wsparse.pattern_view()
+    first = view.show(widgets.pattern_state(build, reach, 32, 2, 1, 0, 0, 8, 1))
+    wider = widgets.pattern_state(build, reach, 32, 5, 1, 0, 0, 8, 2)
+    again = view.show(wider)
+    assert again is first
+    assert (again.axes[0].images[0].get_array() == wider.mask.numpy()).all()
+    assert (again.axes[1].images[0].get_array() == wider.reach.numpy()).all()
+    assert again.axes[2].patches[1].get_height() == wider.pairs
+    assert again.axes[1].get_title().startswith("after 2 layer(s)")
+    assert view.show(widgets.pattern_state(build, reach, 16, 2, 1, 0, 0, 8, 1)) is not first  # another n
+    plt.close("all")

@@ -7,7 +7,7 @@ values) lives in ``render``'s helpers, which are ordinary functions tested witho
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import ipywidgets as W
@@ -69,3 +69,30 @@ def interactive_view(
 ) -> InteractiveView:
     """Build an :class:`InteractiveView` (see the module docstring)."""
     return InteractiveView(controls, render, title)
+
+
+class KeptFigure:
+    """A figure drawn once and then updated in place, so a slider's redraw costs only what changed.
+
+    ``draw(state)`` builds the figure; ``update(figure, state)`` moves its artists to a new state; the figure
+    is built again whenever ``key(state)`` changes (a different layout: another valley, another size).
+    """
+
+    def __init__(self, draw: Callable[[Any], Any], update: Callable[[Any, Any], None],
+                 key: Callable[[Any], Hashable] = lambda state: None) -> None:
+        self.draw, self.update, self.key = draw, update, key
+        self.figure: Any = None
+        self._key: Hashable = None
+
+    def show(self, state: Any):
+        """The figure for ``state``."""
+        import matplotlib.pyplot as plt
+
+        key = self.key(state)
+        if self.figure is None or key != self._key:
+            if self.figure is not None:
+                plt.close(self.figure)
+            self.figure, self._key = self.draw(state), key
+        else:
+            self.update(self.figure, state)
+        return self.figure

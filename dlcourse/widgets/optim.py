@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from dlcourse.optim import VALLEYS, LrLambda, Update, trajectory
-from dlcourse.widgets.base import InteractiveView, interactive_view
+from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
 
 # ----------------------------------------------------------------------------------------------------
 # Optimizer playground
@@ -96,33 +96,19 @@ def draw_valley(state: PlaygroundState, ax: Any = None):
     return fig if fig is not None else ax.figure
 
 
-class ValleyView:
-    """One figure kept across redraws: a new state moves the paths and rewrites the legend in place, and
-    redraws the background only when the valley changes (the widget's redraws stay well under 100 ms)."""
+def _move_paths(fig: Any, state: PlaygroundState) -> None:
+    """Put ``state``'s paths and distances into a figure :func:`draw_valley` made for the same valley."""
+    ax = fig.axes[0]
+    for line, path in zip(ax.lines[1:], state.paths.values(), strict=True):  # lines[0]: the minimum
+        pts = path.numpy()
+        line.set_data(pts[:, 0], pts[:, 1])
+    for text, label in zip(ax.get_legend().get_texts(), _path_labels(state), strict=True):
+        text.set_text(label)
 
-    def __init__(self) -> None:
-        self.figure = None
-        self._valley = ""
-        self._names: list[str] = []
 
-    def show(self, state: PlaygroundState):
-        """The figure for ``state`` (built on the first call and whenever the valley or the paths' names
-        change; updated in place otherwise)."""
-        import matplotlib.pyplot as plt
-
-        if self.figure is None or state.valley != self._valley or len(state.paths) != len(self._names):
-            if self.figure is not None:
-                plt.close(self.figure)
-            self.figure = draw_valley(state)
-            self._valley, self._names = state.valley, list(state.paths)
-            return self.figure
-        ax = self.figure.axes[0]
-        for line, path in zip(ax.lines[1:], state.paths.values(), strict=True):  # lines[0]: the minimum
-            pts = path.numpy()
-            line.set_data(pts[:, 0], pts[:, 1])
-        for text, label in zip(ax.get_legend().get_texts(), _path_labels(state), strict=True):
-            text.set_text(label)
-        return self.figure
+def valley_view() -> KeptFigure:
+    """The playground's figure, kept across redraws: built again only when the valley changes."""
+    return KeptFigure(draw_valley, _move_paths, key=lambda state: (state.valley, len(state.paths)))
 
 
 def optimizer_playground(sgd_update: Update, adam_update: Update, steps: int = 100) -> InteractiveView:
@@ -138,7 +124,7 @@ def optimizer_playground(sgd_update: Update, adam_update: Update, steps: int = 1
         "beta2": W.FloatSlider(value=0.999, min=0.5, max=0.9999, step=0.0001, readout_format=".4f",
                                description="β₂"),
     }
-    view = ValleyView()
+    view = valley_view()
 
     def render(**values: Any):
         return view.show(playground_state(sgd_update, adam_update, steps=steps, **values))

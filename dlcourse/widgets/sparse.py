@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from dlcourse.widgets.base import InteractiveView, interactive_view
+from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
 
 MaskBuilder = Callable[..., torch.Tensor]  # (n, window, dilation, n_global, n_random, block, seed) -> bool (n, n)
 Reach = Callable[[torch.Tensor, int], torch.Tensor]  # (mask, layers) -> bool (n, n)
@@ -68,22 +68,48 @@ def pattern_state(build: MaskBuilder, reach: Reach, n: int, window: int, dilatio
     return PatternState(mask, reach(mask, layers), layers)
 
 
+def _pattern_titles(state: PatternState) -> tuple[str, str, str]:
+    n, middle = state.mask.shape[0], state.mask.shape[0] // 2
+    return (f"pattern: {state.pairs / state.dense_pairs:.1%} of pairs",
+            f"after {state.layers} layer(s): query {middle} hears {state.reach_of(middle)} of {n}",
+            f"memory: {state.dense_pairs / state.pairs:.1f}× less")
+
+
 def draw_pattern(state: PatternState):
     """Three panels: the mask, its receptive field after L layers, and the scores stored against dense."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
-    n = state.mask.shape[0]
     fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(11, 3.4), gridspec_kw={"width_ratios": [1, 1, 0.8]})
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.15, top=0.88, wspace=0.3)  # fixed: no layout pass
+    titles = _pattern_titles(state)
     ax1.imshow(state.mask.numpy(), cmap="Greys", interpolation="nearest", vmin=0, vmax=1)
-    ax1.set(title=f"pattern: {state.pairs / state.dense_pairs:.1%} of pairs", xlabel="key j", ylabel="query i")
+    ax1.set(xlabel="key j", ylabel="query i")
     ax2.imshow(state.reach.numpy(), cmap="Blues", interpolation="nearest", vmin=0, vmax=1)
-    middle = n // 2
-    ax2.set(title=f"after {state.layers} layer(s): query {middle} hears {state.reach_of(middle)} of {n}",
-            xlabel="key j")
-    ax3.bar(["dense", "pattern"], [state.dense_pairs, state.pairs], color=["tab:red", "tab:blue"])
-    ax3.set(yscale="log", ylabel="scores stored (log)", title=f"memory: {state.dense_pairs / state.pairs:.1f}× less")
-    fig.tight_layout()
+    ax2.set(xlabel="key j")
+    ax3.bar(["dense", "pattern"], [state.dense_pairs, max(state.pairs, 1)], color=["tab:red", "tab:blue"])
+    ax3.set(yscale="log", ylabel="scores stored (log)", ylim=(1, 2 * state.dense_pairs))
+    ax3.yaxis.set_minor_locator(NullLocator())
+    for ax in (ax1, ax2):
+        ax.locator_params(nbins=4)  # few tick labels: text is most of a redraw's cost
+    for ax, title in zip((ax1, ax2, ax3), titles, strict=True):
+        ax.set_title(title, y=1.0)
     return fig
+
+
+def _update_pattern(fig: Any, state: PatternState) -> None:
+    """Put ``state`` into a figure :func:`draw_pattern` made for the same ``n``."""
+    ax1, ax2, ax3 = fig.axes
+    ax1.images[0].set_data(state.mask.numpy())
+    ax2.images[0].set_data(state.reach.numpy())
+    ax3.patches[1].set_height(max(state.pairs, 1))
+    for ax, title in zip((ax1, ax2, ax3), _pattern_titles(state), strict=True):
+        ax.set_title(title, y=1.0)
+
+
+def pattern_view() -> KeptFigure:
+    """The designer's figure, kept across redraws: built again only when the sequence length changes."""
+    return KeptFigure(draw_pattern, _update_pattern, key=lambda state: state.mask.shape[0])
 
 
 def pattern_designer(build: MaskBuilder, reach: Reach, n: int = 128) -> InteractiveView:
@@ -99,7 +125,9 @@ def pattern_designer(build: MaskBuilder, reach: Reach, n: int = 128) -> Interact
         "layers": W.IntSlider(value=2, min=1, max=8, description="layers L"),
     }
 
+    view = pattern_view()
+
     def render(**values: Any):
-        return draw_pattern(pattern_state(build, reach, n, **values))
+        return view.show(pattern_state(build, reach, n, **values))
 
     return interactive_view(controls, render, title="Attention pattern designer")
