@@ -113,6 +113,34 @@ def optim_widgets_ms(repeats: int = 20) -> dict[str, float]:
             "schedule_designer redraw, median ms": round(statistics.median(designer), 1)}
 
 
+def pattern_designer_ms(repeats: int = 20, n: int = 128) -> dict[str, float]:
+    """Chapter 09: one pattern-designer redraw at n = 128 (a window of growing width with one global token,
+    the receptive field after 4 layers by boolean products, drawn into the kept figure)."""
+    import torch
+
+    from dlcourse import widgets
+    from dlcourse.widgets import sparse as wsparse
+
+    def build(n, window, dilation, n_global, n_random, block, seed):
+        i = torch.arange(n)
+        mask = (i[:, None] - i[None, :]).abs() <= window
+        mask[:, :n_global] = mask[:n_global] = True
+        return mask
+
+    def reach(mask, layers):
+        heard = mask.clone()
+        for _ in range(layers - 1):
+            heard = (heard.float() @ mask.float()) > 0
+        return heard
+
+    view, times = wsparse.pattern_view(), []
+    for i in range(repeats):
+        start = time.perf_counter()
+        view.show(widgets.pattern_state(build, reach, n, 1 + i % 8, 1, 1, 0, 8, 4)).canvas.draw()
+        times.append((time.perf_counter() - start) * 1000)
+    return {"pattern_designer redraw (n = 128), median ms": round(statistics.median(times), 1)}
+
+
 def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
     """Chapter 04: one redraw of the next-token bars for the course GPT (forward pass, filters, HTML bars),
     and greedy generation with and without the key-value cache."""
@@ -188,6 +216,7 @@ def main() -> int:
     if not only:
         results.update(widget_ms())
         results.update(sampling_explorer_ms())
+        results.update(pattern_designer_ms())
         results.update(sparse_attention_costs())
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / ("latest.json" if not only else f"latest-{'-'.join(only)}.json")
