@@ -146,3 +146,30 @@ def test_best_time_is_the_fastest_run():
 
     best = runtime.best_time(work, repeats=3)
     assert len(calls) == 3 and 0.001 <= best < 0.015
+
+
+def test_a_kept_figure_is_drawn_once_then_updated_and_shown_without_a_second_layout_pass():
+    import matplotlib.pyplot as plt
+
+    from dlcourse.widgets import base
+
+    built = []
+
+    def draw(state):
+        built.append(state)
+        fig, ax = plt.subplots(figsize=(3, 2), dpi=50)
+        ax.plot([0, 1], [0, state])
+        return fig
+
+    def update(fig, state):
+        fig.axes[0].lines[0].set_ydata([0, state])
+
+    view = base.KeptFigure(draw, update, key=lambda state: state > 10)
+    fig = view.show(1)
+    assert view.show(2) is fig and built == [1] and list(fig.axes[0].lines[0].get_ydata()) == [0, 2]
+    assert view.show(11) is not fig and built == [1, 11]  # another key: built again
+    assert getattr(view.figure, base.FIXED_LAYOUT, False)
+    png = base.as_png(view.figure).data
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") == 150 and int.from_bytes(png[20:24], "big") == 100  # 3 × 2 in at 50 dpi
+    plt.close("all")

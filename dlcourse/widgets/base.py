@@ -56,7 +56,7 @@ class InteractiveView(W.VBox):
         self.output.clear_output(wait=True)
         with self.output:
             if isinstance(result, plt.Figure):
-                display(result)
+                display(as_png(result) if getattr(result, FIXED_LAYOUT, False) else result)
                 plt.close(result)
             elif isinstance(result, str):  # an HTML fragment
                 display(HTML(result))
@@ -71,11 +71,34 @@ def interactive_view(
     return InteractiveView(controls, render, title)
 
 
+FIXED_LAYOUT = "_dlcourse_fixed_layout"
+
+
+def fixed_layout(fig: Any) -> Any:
+    """Mark ``fig`` as laid out by hand (fixed margins, everything inside the figure): the view then shows
+    it as it is, without the tight-bounding-box pass that Jupyter's inline display makes — a second full
+    draw, most of a redraw's cost. Returns ``fig``."""
+    setattr(fig, FIXED_LAYOUT, True)
+    return fig
+
+
+def as_png(fig: Any) -> Any:
+    """``fig`` as an IPython PNG image, drawn once at its own size."""
+    import io
+
+    from IPython.display import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return Image(data=buffer.getvalue(), format="png")
+
+
 class KeptFigure:
     """A figure drawn once and then updated in place, so a slider's redraw costs only what changed.
 
-    ``draw(state)`` builds the figure; ``update(figure, state)`` moves its artists to a new state; the figure
-    is built again whenever ``key(state)`` changes (a different layout: another valley, another size).
+    ``draw(state)`` builds the figure, with fixed margins and every artist inside it (see
+    :func:`fixed_layout`); ``update(figure, state)`` moves its artists to a new state; the figure is built
+    again whenever ``key(state)`` changes (a different layout: another valley, another size).
     """
 
     def __init__(self, draw: Callable[[Any], Any], update: Callable[[Any, Any], None],
@@ -92,7 +115,7 @@ class KeptFigure:
         if self.figure is None or key != self._key:
             if self.figure is not None:
                 plt.close(self.figure)
-            self.figure, self._key = self.draw(state), key
+            self.figure, self._key = fixed_layout(self.draw(state)), key
         else:
             self.update(self.figure, state)
         return self.figure

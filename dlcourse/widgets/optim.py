@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from dlcourse.optim import VALLEYS, LrLambda, Update, trajectory
-from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
+from dlcourse.widgets.base import InteractiveView, KeptFigure, fixed_layout, interactive_view
 
 # ----------------------------------------------------------------------------------------------------
 # Optimizer playground
@@ -176,6 +176,7 @@ def draw_schedule(state: ScheduleState, base_lr: float):
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.2))
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.88, wspace=0.25)  # fixed: no layout pass
+    fixed_layout(fig)
     ax1.plot([base_lr * f for f in state.factors])
     ax1.set(xlabel="step", ylabel="learning rate", title=f"{state.shape}: lr(t) = {base_lr:g} · λ(t)")
     if state.run is None:
