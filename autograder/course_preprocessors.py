@@ -158,3 +158,15 @@ class ResultsOnly(NbGraderPreprocessor):
             cell.outputs = []
             cell.execution_count = None
         return cell, resources
+
+
+MODEL_ANSWER_TAG = "model-answer"
+
+
+class RemoveModelAnswers(NbGraderPreprocessor):
+    """Release: drop the instructor's model answers to the recap questions (markdown cells tagged
+    ``model-answer``), which only the copy under solutions/ keeps."""
+
+    def preprocess(self, nb, resources):
+        nb.cells = [c for c in nb.cells if MODEL_ANSWER_TAG not in c.metadata.get("tags", [])]
+        return nb, resources

@@ -11,8 +11,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from course_preprocessors import ResultsOnly  # noqa: E402
+from course_preprocessors import RemoveModelAnswers, ResultsOnly  # noqa: E402
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.converters import GenerateAssignment  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
 c = get_config()  # noqa: F821
@@ -29,6 +30,9 @@ c.CourseDirectory.autograded_directory = str(GRADING / "autograded")
 c.CourseDirectory.feedback_directory = str(GRADING / "feedback")
 c.CourseDirectory.db_url = os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.egg-info", ".DS_Store"]
+
+# The release drops the instructor's model answers to the recap questions before anything else.
+c.GenerateAssignment.preprocessors = [RemoveModelAnswers, *GenerateAssignment.class_traits()["preprocessors"].default()]
 
 # What students see in an answer cell.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ import zipfile
 from pathlib import Path
 
 import nbformat
+from course_preprocessors import MODEL_ANSWER_TAG
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -189,7 +191,25 @@ def notebook_problems(path: Path) -> list[str]:
             found.append(f"{where}: cell {gid!r} has hidden tests but is not graded")
     if graded == 0:
         found.append(f"{where}: no graded cell")
+    found += _model_answer_problems(nb, where)
     return found
+
+
+def _model_answer_problems(nb: nbformat.NotebookNode, where: Path) -> list[str]:
+    """The recap questions (the cell with grade id ``recap``) need a model answer for each question in the
+    markdown cell right after them, tagged ``model-answer`` (the release drops it)."""
+    recap = next((i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "recap"),
+                 None)
+    if recap is None:
+        return [f"{where}: no recap cell (grade id 'recap')"]
+    questions = re.findall(r"^\d+\. ", nb.cells[recap].source.split("## Further reading")[0], flags=re.M)
+    after = nb.cells[recap + 1] if recap + 1 < len(nb.cells) else None
+    if after is None or MODEL_ANSWER_TAG not in after.metadata.get("tags", []) or after.cell_type != "markdown":
+        return [f"{where}: the recap questions need a markdown cell tagged {MODEL_ANSWER_TAG!r} right after them"]
+    answers = re.findall(r"^\d+\. ", after.source, flags=re.M)
+    if len(answers) != len(questions):
+        return [f"{where}: {len(questions)} recap questions but {len(answers)} model answers"]
+    return []
 
 
 def source_problems() -> list[str]:
@@ -212,6 +232,9 @@ def release_leaks(root: Path) -> list[str]:
         for marker in SOLUTION_MARKERS + HIDDEN_MARKERS:
             if marker in text:
                 found.append(f"{path}: contains {marker!r}")
+        cells = json.loads(text).get("cells", [])
+        if any(MODEL_ANSWER_TAG in c.get("metadata", {}).get("tags", []) for c in cells):
+            found.append(f"{path}: contains a model answer")
     return found
 
 
