@@ -6,9 +6,11 @@ Each cell starts with a marker line, then its source::
     #%% code [id=softmax_answer solution]
     #%% code [id=softmax_hidden tests points=3]
     #%% code [id=demo hide]
+    #%% md [id=recap_model_answers model-answer]
 
 ``locked``, ``solution`` and ``tests points=N`` set the nbgrader metadata (the id is then the grade id);
-``hide`` collapses the cell's source. Converting a notebook to text and back gives the same notebook.
+``hide`` collapses the cell's source; ``model-answer`` tags the instructor's answers to the recap questions,
+which the release drops. Converting a notebook to text and back gives the same notebook.
 
     python autograder/nbtext.py text solutions/04_gpt_decoding/04_gpt_decoding.ipynb > ch04.txt
     python autograder/nbtext.py notebook ch04.txt solutions/04_gpt_decoding/04_gpt_decoding.ipynb
@@ -21,6 +23,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from course_preprocessors import MODEL_ANSWER_TAG
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 MARKER = re.compile(r"^#%% (md|code) \[([^\]]*)\]\n", flags=re.M)
@@ -42,6 +45,8 @@ def to_text(notebook: nbformat.NotebookNode) -> str:
                 attrs.append("locked")
         if cell.metadata.get("jupyter", {}).get("source_hidden"):
             attrs.append("hide")
+        if MODEL_ANSWER_TAG in cell.metadata.get("tags", []):
+            attrs.append(MODEL_ANSWER_TAG)
         kind = "md" if cell.cell_type == "markdown" else "code"
         parts.append(f"#%% {kind} [{' '.join(attrs)}]\n{cell.source}\n")
     return "\n".join(parts)
@@ -72,6 +77,8 @@ def to_notebook(text: str) -> nbformat.NotebookNode:
             cell.metadata["nbgrader"] = grading
         if "hide" in opts:
             cell.metadata["jupyter"] = {"source_hidden": True}
+        if MODEL_ANSWER_TAG in opts:
+            cell.metadata["tags"] = [MODEL_ANSWER_TAG]
         cells.append(cell)
     notebook = new_notebook(cells=cells, metadata={"kernelspec": KERNEL, "language_info": {"name": "python"}})
     nbformat.validate(notebook)
