@@ -52,6 +52,7 @@ class GradeResult:
     notices: list[str] = field(default_factory=list)  # what was recovered or tolerated
     restarts: int = 0
     seconds: float = 0.0
+    kernel_peak_mb: float = 0.0  # memory the sandboxed kernel used at most (summed over its processes)
     error: str = ""  # set when the submission could not be graded at all
 
     @property
@@ -70,8 +71,8 @@ class GradeResult:
     @classmethod
     def from_json(cls, data: dict) -> GradeResult:
         """The inverse of :meth:`to_json` (extra keys, such as a fingerprint, are ignored)."""
-        known = {k: data[k] for k in ("student", "chapter", "flagged", "notices", "restarts", "seconds", "error")
-                 if k in data}
+        keys = ("student", "chapter", "flagged", "notices", "restarts", "seconds", "kernel_peak_mb", "error")
+        known = {k: data[k] for k in keys if k in data}
         return cls(tests=[TestScore(**t) for t in data.get("tests", [])], **known)
 
 
@@ -340,6 +341,7 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
         result.error = f"{type(err).__name__}: {err}"
     finally:
         kernel.close()
+        result.kernel_peak_mb = kernel.peak_mb
     graded_ids = {t.grade_id for t in result.tests}
     for step in steps:  # tests never reached (a grader failure) score 0 with the reason
         if step.kind == "test" and step.grade_id not in graded_ids:

@@ -81,7 +81,7 @@ def grade_payload(payload: dict[str, Any]) -> dict[str, Any]:
             chapter=payload["chapter"], sandbox=sandbox.Sandbox(unsafe=payload["unsafe"]),
             cell_timeout=payload["cell_timeout"], submission_timeout=payload["submission_timeout"])
     return {"result": result.to_json(), "notebook": nbformat.writes(notebook), "worker": platform.node(),
-            "grader_peak_mb": _peak_mb(resource.RUSAGE_SELF), "kernel_peak_mb": _peak_mb(resource.RUSAGE_CHILDREN)}
+            "grader_peak_mb": _peak_mb(resource.RUSAGE_SELF), "kernel_peak_mb": result.kernel_peak_mb}
 
 
 def failure(payload: dict[str, Any], why: str) -> dict[str, Any]:

@@ -105,6 +105,29 @@ def free_names(source: str) -> list[str]:
     return sorted(n for n in used - bound if not hasattr(builtins, n))
 
 
+def tree_peak_mb(root: int) -> float:
+    """The summed memory high-water marks (VmHWM) of process ``root`` and everything under it, in MB.
+
+    A sandboxed kernel starts its own session, so its process group is not the launcher's; the parent links
+    in /proc find it. Resource usage of children (``RUSAGE_CHILDREN``) would not do: it counts only
+    processes already waited for, and a forked child inherits its parent's high-water mark.
+    """
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(stat.parent.name))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])  # kB
+    return round(total / 1024, 1)
+
+
 class GradingKernel:
     """A course kernel in the sandbox, driven over ZeroMQ IPC sockets in a private exchange folder."""
 
@@ -117,6 +140,7 @@ class GradingKernel:
         self.log = self.exchange / "kernel.log"
         self._serial = 0
         self.starts = 0
+        self.peak_mb = 0.0  # the largest memory high-water mark of the kernel's processes, over its restarts
 
     # lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -177,6 +201,7 @@ class GradingKernel:
                 self.client.stop_channels()
             self.client = None
         if self.proc is not None:
+            self.peak_mb = max(self.peak_mb, tree_peak_mb(self.proc.pid))
             with contextlib.suppress(OSError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             with contextlib.suppress(Exception):

@@ -229,6 +229,25 @@ def test_no_process_outlives_the_kernel():
     assert not after, f"processes outlived the grading kernel: {after}"
 
 
+def test_the_kernels_own_memory_is_measured():
+    """The peak reported per submission is the sandboxed kernel's, not the grader's inherited at fork."""
+    if not AVAILABLE:
+        pytest.skip(f"no sandbox here: {WHY}")
+    k = GradingKernel(sandbox.Sandbox())
+    try:
+        k.start()
+        k.kill()
+        idle = k.peak_mb
+        k.start()
+        run = k.run_cell("block = b'x' * (500 << 20)", 60)
+        assert run.status == "ok", run
+        k.kill()
+    finally:
+        k.close()
+    assert 20 < idle < 400, idle  # a bare kernel, not the grader's ~400 MB
+    assert k.peak_mb >= idle + 480, (idle, k.peak_mb)
+
+
 def test_a_fork_bomb_is_contained_and_the_kernel_replaced():
     if not AVAILABLE:
         pytest.skip(f"no sandbox here: {WHY}")
