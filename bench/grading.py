@@ -175,9 +175,9 @@ def per_chapter(root: Path) -> dict[str, dict[str, float]]:
     out = {}
     for path in sorted((root / "results").glob("*.json")):
         r = json.loads(path.read_text())
+        score, points = sum(t["score"] for t in r["tests"]), sum(t["points"] for t in r["tests"])
         out[r["chapter"]] = {"s": round(r["seconds"], 1), "kernel peak, MB": r.get("kernel_peak_mb", 0),
-                             "grader peak, MB": r.get("grader_peak_mb", 0),
-                             "score": f"{sum(t['score'] for t in r['tests']):g}/{sum(t['points'] for t in r['tests']):g}"}
+                             "grader peak, MB": r.get("grader_peak_mb", 0), "score": f"{score:g}/{points:g}"}
     return out
 
 

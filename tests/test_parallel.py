@@ -67,7 +67,7 @@ def test_one_at_a_time_each_result_arrives_before_the_next_is_graded(monkeypatch
 
     monkeypatch.setattr(parallel, "grade_payload", grader)
     seen = []
-    for i, outcome in parallel.run([_payload(s) for s in "abc"], parallel.InProcess):
+    for _, outcome in parallel.run([_payload(s) for s in "abc"], parallel.InProcess):
         seen.append((outcome["result"]["student"], list(graded)))
     assert seen == [("a", ["a"]), ("b", ["a", "b"]), ("c", ["a", "b", "c"])]
 
