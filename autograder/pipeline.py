@@ -18,6 +18,7 @@ the others are still graded, and a run that is stopped continues where it stoppe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -241,10 +242,43 @@ def release_leaks(root: Path) -> list[str]:
 # ------------------------------------------------------------------------------------------- grading
 
 
-def sync_gradebook() -> None:
-    """Record every chapter's source cells in the gradebook (autograde restores locked cells from it)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        release(out=Path(tmp))
+def sync_gradebook() -> list[str]:
+    """Record every chapter's source cells in the gradebook (autograde restores locked cells from it).
+
+    A chapter whose source and release are unchanged since it was last recorded in this gradebook, and which
+    the gradebook still holds, is skipped (recording one takes a few seconds). Returns the chapters recorded.
+    """
+    import hashlib
+
+    from nbgrader.api import Gradebook, MissingEntry
+
+    db_url = os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
+    stamp_path = GRADING / ".gradebook-sync.json"
+    stamps = json.loads(stamp_path.read_text()) if stamp_path.exists() else {}
+    done = stamps.get(db_url, {})
+    fingerprints = {}
+    for ch in chapters():
+        digest = hashlib.sha256()
+        for nb in sorted((SOLUTIONS / ch).glob("*.ipynb")) + sorted((COURSE / ch).glob("*.ipynb")):
+            digest.update(nb.read_bytes())
+        fingerprints[ch] = digest.hexdigest()
+    held = set()
+    exists = not db_url.startswith("sqlite:///") or Path(db_url.removeprefix("sqlite:///")).exists()
+    if exists and done:  # opening a gradebook that is not there would create it (nbgrader's release does)
+        with Gradebook(db_url) as gb:
+            for ch in fingerprints:
+                with contextlib.suppress(MissingEntry):
+                    if gb.find_assignment(ch).notebooks:
+                        held.add(ch)
+    changed = [(ch, fp) for ch, fp in fingerprints.items() if ch not in held or done.get(ch) != fp]
+    for ch, fingerprint in changed:
+        with tempfile.TemporaryDirectory() as tmp:
+            release(ch, out=Path(tmp))
+        done[ch] = fingerprint
+        stamps[db_url] = done
+        GRADING.mkdir(parents=True, exist_ok=True)
+        stamp_path.write_text(json.dumps(stamps, indent=1) + "\n")
+    return [ch for ch, _ in changed]
 
 
 def submissions(student: str | None = None, chapter: str | None = None) -> list[tuple[str, str]]:

@@ -14,6 +14,12 @@ import pytest
 from test_pipeline import CHAPTER, _run
 
 
+def _env(root):
+    import os
+
+    return dict(os.environ, DLCOURSE_GRADING_DIR=str(root), OMP_NUM_THREADS="1")
+
+
 def _payload(student, **extra):
     return {"student": student, "chapter": CHAPTER, **extra}
 
@@ -121,6 +127,30 @@ def test_dask_grades_as_this_machine_does(small_class, tmp_path):
     assert graded.cells, "the autograded notebook came back from the worker"
     data = json.loads((copy / "results" / f"right__{CHAPTER}.json").read_text())
     assert data["grader_peak_mb"] > 0 and data["kernel_peak_mb"] > 0 and data["fingerprint"]
+
+
+def test_the_gradebook_records_a_chapter_again_only_when_it_changed(small_class):
+    """Each make autograde recorded all chapters (about 25 s); now only those whose notebooks changed."""
+    import subprocess
+    import sys
+
+    code = "import pipeline; print(pipeline.sync_gradebook())"
+
+    def sync():
+        done = subprocess.run([sys.executable, "-c", code], env={**_env(small_class)}, cwd=parallel.HERE,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    sync()  # whatever the tests before left
+    assert sync() == "[]"
+    stamp = small_class / ".gradebook-sync.json"
+    stamps = json.loads(stamp.read_text())
+    (db,) = stamps
+    stamps[db][CHAPTER] = "an older release"
+    stamp.write_text(json.dumps(stamps))
+    assert sync() == f"[{CHAPTER!r}]"
+    assert sync() == "[]"
 
 
 def test_unknown_scheduler_is_a_clear_error(small_class):
