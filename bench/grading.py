@@ -209,7 +209,7 @@ def throughput(root: Path, n: int, jobs: int, out: dict) -> None:
 def projection(out: dict) -> dict[str, str]:
     """Wall time for 300 × 11 submissions on 2, 16 and 64 cores, from the seconds per submission (each chapter
     graded alone where measured, else the mixed class's serial means, else chapter 00's) and the measured
-    parallel efficiency; memory as JOBS × (grader + the largest kernel peak)."""
+    parallel efficiency; memory as JOBS × (the largest grader and kernel peaks)."""
     alone = out.get("one right submission per chapter, graded alone") or {}
     per_chapter = ({ch: v["s"] for ch, v in alone.items()}
                    or out.get("mean seconds per submission, by chapter (serial)") or {})
@@ -218,7 +218,8 @@ def projection(out: dict) -> dict[str, str]:
     efficiency = min(1.0, out["speed-up"] / max(1, out["jobs"]))
     kernel = max([v["kernel peak, MB"] for v in alone.values()]
                  + [out.get("mixed: kernel peak (any chapter), MB", 0), out.get("kernel peak (chapter 00), MB", 0)])
-    memory_gb = (out["grader process peak, MB"] + kernel) / 1024
+    grader = max([v["grader peak, MB"] for v in alone.values()] + [out["grader process peak, MB"]])
+    memory_gb = (grader + kernel) / 1024
     return {f"{cores} cores": f"{300 * 11 * mean / (cores * efficiency) / 3600:.1f} h with JOBS={cores}, "
                               f"about {cores * memory_gb:.0f} GB of memory"
             for cores in (2, 16, 64)}
