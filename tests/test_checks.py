@@ -265,3 +265,23 @@ def test_an_unused_parameter_compares_as_a_zero_gradient_on_either_side():
     checks.compare_modules(_WithSpare(None), _WithSpare(0.0), x)
     with pytest.raises(checks.CheckFailure, match="gradient of spare"):
         checks.compare_modules(_WithSpare(1.0), _WithSpare(None), x)  # a parameter the oracle does not use
+
+
+def test_fixed_weights_are_the_same_whatever_the_order_and_differ_between_parameters():
+    a, b = torch.nn.Bilinear(3, 3, 2), torch.nn.Bilinear(3, 3, 2)
+    checks.fixed_weights(a)
+    reordered = torch.nn.Module()  # the same names registered in another order
+    reordered.register_parameter("bias", torch.nn.Parameter(torch.zeros(2)))
+    reordered.register_parameter("weight", torch.nn.Parameter(torch.zeros(2, 3, 3)))
+    checks.fixed_weights(reordered)
+    checks.fixed_weights(b)
+    assert torch.equal(a.weight, b.weight) and torch.equal(a.weight, reordered.weight)
+    assert torch.equal(a.bias, reordered.bias)
+    q, k = torch.nn.Linear(4, 4, bias=False), torch.nn.Module()
+    k.W_q, k.W_k = torch.nn.Linear(4, 4, bias=False), torch.nn.Linear(4, 4, bias=False)
+    checks.fixed_weights(k)
+    assert not torch.equal(k.W_q.weight, k.W_k.weight), "two matrices of one shape must differ"
+    checks.fixed_weights(q, scale=0.0)
+    assert not q.weight.any()
+    assert float(checks.fixed_tensor((1,))[0]) == pytest.approx(math.sin(1.3))
+    assert checks.fixed_tensor((2, 3), phase=0.5).shape == (2, 3)

@@ -18,12 +18,22 @@ pytestmark = pytest.mark.notebook
 CHECK_ERRORS = {"CheckFailure", "ForbiddenCall"}
 
 
-def load_mutants(chapter: str) -> dict[str, list[tuple[str, str]]]:
+def _mutant_module(chapter: str):
     path = ROOT / "tests" / "mutants" / f"{chapter}.py"
     spec = importlib.util.spec_from_file_location(f"mutants_{chapter}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.MUTANTS
+    return module
+
+
+def load_mutants(chapter: str) -> dict[str, list[tuple[str, str]]]:
+    return _mutant_module(chapter).MUTANTS
+
+
+def load_visible_catches(chapter: str) -> dict[str, list[str]]:
+    """exercise → the planted wrong answers its *visible* test must fail (``VISIBLE`` in the mutant file):
+    those a shape-only visible test used to pass."""
+    return getattr(_mutant_module(chapter), "VISIBLE", {})
 
 
 def exercises(chapter_session, chapter: str) -> dict[str, dict[str, str]]:
@@ -83,6 +93,40 @@ def test_hidden_tests_fail_a_planted_wrong_answer(trusted_session, chapter_sessi
     finally:
         restored = kernel.run_cell(parts["answer"], 120)
         again = session.test(f"{exercise}_hidden")
+    assert restored.ok and again.passed, f"the reference answer no longer passes after restoring: {again.message}"
+
+
+def visible_cases():
+    for chapter in CHAPTERS:
+        for exercise, whats in load_visible_catches(chapter).items():
+            for what in whats:
+                yield pytest.param(chapter, exercise, what, id=f"{chapter}-{exercise}-visible-{what}",
+                                   marks=pytest.mark.xdist_group(chapter))
+
+
+def test_visible_catches_name_planted_wrong_answers():
+    for chapter in CHAPTERS:
+        mutants = load_mutants(chapter)
+        for exercise, whats in load_visible_catches(chapter).items():
+            known = {what for what, _ in mutants.get(exercise, [])}
+            assert set(whats) <= known, f"{chapter}/{exercise}: VISIBLE names unknown mutants {set(whats) - known}"
+
+
+@pytest.mark.parametrize(("chapter", "exercise", "what"), list(visible_cases()))
+def test_visible_tests_fail_a_planted_wrong_answer(trusted_session, chapter_session, chapter, exercise, what):
+    """A visible test compares values, so a wrong answer does not look right to the student who runs it."""
+    session = trusted_session(chapter)
+    parts = exercises(chapter_session, chapter)[exercise]
+    wrong = dict(load_mutants(chapter)[exercise])[what]
+    kernel = session.kernel
+    try:
+        defined = kernel.run_cell(wrong, 120)
+        assert defined.ok, f"the planted answer itself does not run: {defined.error}"
+        shown = session.test(f"{exercise}_visible")
+        assert not shown.passed, f"{chapter}/{exercise}: the visible test PASSED a wrong answer ({what})"
+    finally:
+        restored = kernel.run_cell(parts["answer"], 120)
+        again = session.test(f"{exercise}_visible")
     assert restored.ok and again.passed, f"the reference answer no longer passes after restoring: {again.message}"
 
 

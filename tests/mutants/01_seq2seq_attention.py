@@ -208,3 +208,32 @@ MUTANTS = {
         ("one step short of max_len", greedy(steps="max_len - 1 if max_len > 1 else 1")),
     ],
 }
+
+
+# Wrong answers that the visible tests, which once checked only shapes and sums, now fail too: a student
+# who runs them sees the mistake before submitting.
+VISIBLE = {
+    "additive": [
+        "no tanh",
+        "context from the keys instead of the values",
+    ],
+    "mult": [
+        "scales like the Transformer (divides by sqrt(d))",
+    ],
+    "step": [
+        "attends with the new state (query after the update)",
+        "concatenates [context; embedding]",
+        "reads out from the old state",
+        "drops the padding mask",
+    ],
+    "tf": [
+        "feeds the target being predicted (no shift)",
+        "feeds its own predictions (free running)",
+        "counts padding in the loss",
+    ],
+    "greedy": [
+        "keeps writing after <eos>",
+        "stops when the first row finishes",
+        "never stops early",
+    ],
+}

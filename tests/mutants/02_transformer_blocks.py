@@ -343,3 +343,19 @@ def sinusoidal_positional_encoding(max_len, d_model):
         ("always causal, whatever tgt_mask says", dec(tgt_mask="causal_mask(x.shape[1])")),
     ],
 }
+
+
+# Wrong answers that the visible tests, which once checked only shapes and sums, now fail too: a student
+# who runs them sees the mistake before submitting.
+VISIBLE = {
+    "ffn": [
+        "tanh approximation of GELU",
+        "always ReLU",
+        "activation after the second layer too",
+    ],
+    "dec": [
+        "cross-attention attends to the target",
+        "drops the causal mask",
+        "drops the memory padding mask",
+    ],
+}
