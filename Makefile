@@ -14,7 +14,7 @@ UNSAFE ?=
 PIPELINE := $(PY) autograder/pipeline.py
 
 
-.PHONY: instructor-only help setup lab test test-fast check lint release autograde feedback grades bundle bench checkpoints clean-grading
+.PHONY: instructor-only help setup lab test test-fast check lint release autograde feedback grades bundle bench checkpoints clean-grading html
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -74,6 +74,9 @@ grades: instructor-only setup ## export grades to autograder/grades.csv and revi
 
 bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (no solutions, no hidden tests)
 	$(PIPELINE) bundle
+
+html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy
+	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast)
 
 bench: instructor-only setup ## benchmarks; results go to bench/results/ (grading a class: bench/grading.py, long)
 	$(PY) bench/run.py
