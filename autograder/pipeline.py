@@ -193,7 +193,20 @@ def notebook_problems(path: Path) -> list[str]:
     if graded == 0:
         found.append(f"{where}: no graded cell")
     found += _model_answer_problems(nb, where)
+    found += _reading_problems(nb, where)
     return found
+
+
+def _reading_problems(nb: nbformat.NotebookNode, where: Path) -> list[str]:
+    """Every entry of the "Further reading" list links to where it can be read."""
+    sections = [("\n" + c.source).split("\n## Further reading", 1)[1] for c in nb.cells
+                if c.cell_type == "markdown" and "\n## Further reading" in "\n" + c.source]
+    if len(sections) != 1:
+        return [f"{where}: expected one '## Further reading' section, found {len(sections)}"]
+    section = sections[0].split("\n## ", 1)[0]  # up to the next heading of that level
+    entries = re.split(r"\n(?=\* )", section)
+    return [f"{where}: a further-reading entry without a link: {e.strip()[:80]!r}"
+            for e in entries if e.strip().startswith("* ") and "](http" not in e]
 
 
 def _model_answer_problems(nb: nbformat.NotebookNode, where: Path) -> list[str]:
