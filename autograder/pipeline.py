@@ -255,6 +255,11 @@ def release_leaks(root: Path) -> list[str]:
 # ------------------------------------------------------------------------------------------- grading
 
 
+def gradebook_url() -> str:
+    """The gradebook nbgrader uses (the same rule as nbgrader_config.py)."""
+    return os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
+
+
 def sync_gradebook() -> list[str]:
     """Record every chapter's source cells in the gradebook (autograde restores locked cells from it).
 
@@ -265,10 +270,10 @@ def sync_gradebook() -> list[str]:
 
     from nbgrader.api import Gradebook, MissingEntry
 
-    db_url = os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
+    db_url = gradebook_url()
     stamp_path = GRADING / ".gradebook-sync.json"
     stamps = json.loads(stamp_path.read_text()) if stamp_path.exists() else {}
-    done = stamps.get(db_url, {})
+    done = stamps.setdefault(db_url, {})
     fingerprints = {}
     for ch in chapters():
         digest = hashlib.sha256()
@@ -287,8 +292,7 @@ def sync_gradebook() -> list[str]:
     for ch, fingerprint in changed:
         with tempfile.TemporaryDirectory() as tmp:
             release(ch, out=Path(tmp))
-        done[ch] = fingerprint
-        stamps[db_url] = done
+        done[ch] = fingerprint  # written after each chapter: a run stopped half-way keeps what it recorded
         GRADING.mkdir(parents=True, exist_ok=True)
         stamp_path.write_text(json.dumps(stamps, indent=1) + "\n")
     return [ch for ch, _ in changed]
@@ -313,7 +317,7 @@ class Recorder:
     """The one writer: autograded notebooks, results JSON and the gradebook, for results in any order."""
 
     def __init__(self, db_url: str | None = None) -> None:
-        self.db_url = db_url or os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
+        self.db_url = db_url or gradebook_url()
 
     def __enter__(self) -> Recorder:
         from nbgrader.api import Gradebook
@@ -476,7 +480,7 @@ def grades(fmt: str = "csv", out: Path | None = None) -> list[Path]:
 
     sync_gradebook()
     out = out or (GRADES_CSV if fmt == "csv" else GRADING / f"grades-{fmt}.csv")
-    db_url = os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
+    db_url = gradebook_url()
     return export.write(export.read(db_url, RESULTS), out, fmt)
 
 

@@ -75,9 +75,10 @@ def test_every_exercise_has_hidden_tests_and_planted_wrong_answers(chapter_sessi
     assert set(mutants) <= set(found), f"mutants for unknown exercises: {set(mutants) - set(found)}"
 
 
-@pytest.mark.parametrize(("chapter", "exercise", "what"), list(mutant_cases()))
-def test_hidden_tests_fail_a_planted_wrong_answer(trusted_session, chapter_session, chapter, exercise, what):
-    """Graded the way the grader grades: the wrong answer in the sandboxed kernel, the tests in this process."""
+def _test_with_wrong_answer(trusted_session, chapter_session, chapter: str, exercise: str, what: str, role: str):
+    """Define the planted wrong answer in the sandboxed kernel, run the exercise's ``role`` test cell ("hidden"
+    or "visible") in this process as the grader does, then restore the reference answer and check that it
+    passes again. Returns the wrong answer's test result."""
     session = trusted_session(chapter)
     parts = exercises(chapter_session, chapter)[exercise]
     wrong = dict(load_mutants(chapter)[exercise])[what]
@@ -85,15 +86,22 @@ def test_hidden_tests_fail_a_planted_wrong_answer(trusted_session, chapter_sessi
     try:
         defined = kernel.run_cell(wrong, 120)
         assert defined.ok, f"the planted answer itself does not run: {defined.error}"
-        graded = session.test(f"{exercise}_hidden")
-        assert not graded.passed, f"{chapter}/{exercise}: hidden tests PASSED a wrong answer ({what})"
-        assert graded.error_type in CHECK_ERRORS, (
-            f"{chapter}/{exercise}: hidden tests failed with {graded.error_type}, not a check failure: "
-            f"{graded.message}")
+        result = session.test(f"{exercise}_{role}")
     finally:
         restored = kernel.run_cell(parts["answer"], 120)
-        again = session.test(f"{exercise}_hidden")
+        again = session.test(f"{exercise}_{role}")
     assert restored.ok and again.passed, f"the reference answer no longer passes after restoring: {again.message}"
+    return result
+
+
+@pytest.mark.parametrize(("chapter", "exercise", "what"), list(mutant_cases()))
+def test_hidden_tests_fail_a_planted_wrong_answer(trusted_session, chapter_session, chapter, exercise, what):
+    """Graded the way the grader grades: the wrong answer in the sandboxed kernel, the tests in this process."""
+    graded = _test_with_wrong_answer(trusted_session, chapter_session, chapter, exercise, what, "hidden")
+    assert not graded.passed, f"{chapter}/{exercise}: hidden tests PASSED a wrong answer ({what})"
+    assert graded.error_type in CHECK_ERRORS, (
+        f"{chapter}/{exercise}: hidden tests failed with {graded.error_type}, not a check failure: "
+        f"{graded.message}")
 
 
 def visible_cases():
@@ -115,19 +123,8 @@ def test_visible_catches_name_planted_wrong_answers():
 @pytest.mark.parametrize(("chapter", "exercise", "what"), list(visible_cases()))
 def test_visible_tests_fail_a_planted_wrong_answer(trusted_session, chapter_session, chapter, exercise, what):
     """A visible test compares values, so a wrong answer does not look right to the student who runs it."""
-    session = trusted_session(chapter)
-    parts = exercises(chapter_session, chapter)[exercise]
-    wrong = dict(load_mutants(chapter)[exercise])[what]
-    kernel = session.kernel
-    try:
-        defined = kernel.run_cell(wrong, 120)
-        assert defined.ok, f"the planted answer itself does not run: {defined.error}"
-        shown = session.test(f"{exercise}_visible")
-        assert not shown.passed, f"{chapter}/{exercise}: the visible test PASSED a wrong answer ({what})"
-    finally:
-        restored = kernel.run_cell(parts["answer"], 120)
-        again = session.test(f"{exercise}_visible")
-    assert restored.ok and again.passed, f"the reference answer no longer passes after restoring: {again.message}"
+    shown = _test_with_wrong_answer(trusted_session, chapter_session, chapter, exercise, what, "visible")
+    assert not shown.passed, f"{chapter}/{exercise}: the visible test PASSED a wrong answer ({what})"
 
 
 @pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(c)) for c in CHAPTERS])

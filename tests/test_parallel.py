@@ -6,18 +6,14 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import shutil
+import subprocess
+import sys
 from concurrent.futures.process import BrokenProcessPool
 
 import nbformat
 import parallel  # noqa: E402  (autograder/ is on sys.path, see conftest)
 import pytest
-from test_pipeline import CHAPTER, _run
-
-
-def _env(root):
-    import os
-
-    return dict(os.environ, DLCOURSE_GRADING_DIR=str(root), OMP_NUM_THREADS="1")
+from test_pipeline import CHAPTER, _env, _run
 
 
 def _payload(student, **extra):
@@ -131,13 +127,10 @@ def test_dask_grades_as_this_machine_does(small_class, tmp_path):
 
 def test_the_gradebook_records_a_chapter_again_only_when_it_changed(small_class):
     """Each make autograde recorded all chapters (about 25 s); now only those whose notebooks changed."""
-    import subprocess
-    import sys
-
     code = "import pipeline; print(pipeline.sync_gradebook())"
 
     def sync():
-        done = subprocess.run([sys.executable, "-c", code], env={**_env(small_class)}, cwd=parallel.HERE,
+        done = subprocess.run([sys.executable, "-c", code], env=_env(small_class), cwd=parallel.HERE,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()

@@ -100,10 +100,14 @@ def _save(root: Path, student: str, chapter: str, nb_or_text) -> None:
         nbformat.write(nb_or_text, target)
 
 
+def _env(root: Path, **env_extra: str) -> dict[str, str]:
+    """This process's environment with grading moved under ``root``, one thread per process."""
+    return dict(os.environ, DLCOURSE_GRADING_DIR=str(root), OMP_NUM_THREADS="1", **env_extra)
+
+
 def _run(root: Path, *args: str, timeout: float = 900, **env_extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, DLCOURSE_GRADING_DIR=str(root), OMP_NUM_THREADS="1", **env_extra)
-    return subprocess.run([sys.executable, str(ROOT / "autograder" / "pipeline.py"), *args], env=env,
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return subprocess.run([sys.executable, str(ROOT / "autograder" / "pipeline.py"), *args],
+                          env=_env(root, **env_extra), capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
