@@ -269,7 +269,7 @@ class GradingKernel:
         """Run a test cell here, against the kernel's names through proxies."""
         from dlcourse.grading import guards
         from dlcourse.grading.channel import ChannelClosed, ChannelTimeout
-        from dlcourse.grading.remote import Remote, remote_channel
+        from dlcourse.grading.remote import Remote, remote_channel, set_channel
 
         if not self.alive() or self.client is None:
             return TestRun(False, "the kernel was not running", "KernelDied", kernel_lost="died")
@@ -299,6 +299,7 @@ class GradingKernel:
         out = io.StringIO()
         result: TestRun
         guards.set_trusted(True)
+        set_channel(channel)
         try:
             ns: dict[str, Any] = {"__name__": "__grading__", "__builtins__": builtins}
             exec(compile(prelude, "<set-up imports>", "exec"), ns)  # noqa: S102 - the release's own imports
@@ -324,6 +325,7 @@ class GradingKernel:
             result = TestRun(False, _message(err), type(err).__name__, out.getvalue())
         finally:
             guards.set_trusted(False)
+            set_channel(None)
         if not result.kernel_lost:
             channel.deadline = time.monotonic() + 30
             channel.close()

@@ -48,6 +48,8 @@ __all__ = [
     "assert_true",
     "expect_error",
     "forbid",
+    "call",
+    "build_in_kernel",
     "compare_with_oracle",
     "compare_gradients",
     "parameter_gradients",
@@ -458,6 +460,36 @@ def _call_student(fn: Callable, args: Sequence, kwargs: dict, forbidden: Iterabl
         raise CheckFailure(f"{label} raised {type(err).__name__}: {err}") from err
 
 
+def call(student: Callable, *args: Any, name: str | None = None, forbidden: Iterable[str] = (),
+         **kwargs: Any) -> Any:
+    """``student(*args, **kwargs)`` under :func:`forbid` with ``forbidden``; returns what it returned.
+
+    For a test that then compares more than a return value (e.g. the weights a training step left): an
+    exception the student's code raises becomes a :class:`CheckFailure` that names ``name``.
+    """
+    label = name or f"{getattr(student, '__name__', 'your function')}(...)"
+    return _call_student(student, args, kwargs, forbidden, label)
+
+
+def build_in_kernel(factory: str, *args: Any, **kwargs: Any) -> Any:
+    """Call the course package's ``factory`` (a dotted path, ``"dlcourse.gan.toy_gan"``) where the answers run.
+
+    In the grader the objects it returns (modules, optimizers) are built in the student's kernel and come
+    back as proxies, so that a student's function can change them there; a test then reads back what they
+    hold (``state_dict()``) and compares it here. Elsewhere it is a plain call. Only ``dlcourse.`` paths.
+    """
+    if not factory.startswith("dlcourse."):
+        raise ValueError(f"build_in_kernel builds the course package's objects only, not {factory!r}")
+    if guards.is_trusted():
+        from dlcourse.grading import remote
+
+        return remote.build(factory, args, kwargs)
+    import importlib
+
+    module_name, _, attr = factory.rpartition(".")
+    return getattr(importlib.import_module(module_name), attr)(*args, **kwargs)
+
+
 def compare_with_oracle(
     student: Callable,
     oracle: Callable,
@@ -703,6 +735,7 @@ def compare_modules(
         total.backward()
         input_grads = [x.grad for x in xs if isinstance(x, _TensorType) and x.is_floating_point()]
         param_grads = {k: p.grad for k, p in module.named_parameters()}
+        module.zero_grad(set_to_none=True)  # as in the student's kernel: no gradient is left behind
         return picked, input_grads, param_grads
 
     got, got_in, got_params = run(student, True)

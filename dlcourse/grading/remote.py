@@ -162,6 +162,22 @@ def remote_channel(sock: Any) -> tuple[Channel, Lender]:
     return channel, lender
 
 
+_CURRENT: dict[str, Channel | None] = {"channel": None}
+
+
+def set_channel(channel: Channel | None) -> None:
+    """The channel to the kernel whose test cell the grader is running now (None when it is done)."""
+    _CURRENT["channel"] = channel
+
+
+def build(path: str, args: Any, kwargs: dict) -> Any:
+    """Call the course package's factory ``path`` in the student's kernel; what it returns stays there."""
+    channel = _CURRENT["channel"]
+    if channel is None:
+        raise RuntimeError("no kernel is connected to the grader")
+    return channel.request("build", path=path, args=list(args), kwargs=dict(kwargs))
+
+
 def is_remote(obj: Any) -> bool:
     """True for a proxy of an object in the student's kernel."""
     return isinstance(obj, Remote)
