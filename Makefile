@@ -14,7 +14,7 @@ UNSAFE ?=
 PIPELINE := $(PY) autograder/pipeline.py
 
 
-.PHONY: instructor-only help setup lab test test-fast check lint release autograde feedback grades bundle bench checkpoints clean-grading html
+.PHONY: instructor-only help setup lab validate test test-fast check lint release autograde feedback grades bundle bench checkpoints clean-grading html
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -44,6 +44,10 @@ $(STAMP): requirements.txt pyproject.toml
 
 lab: setup ## JupyterLab on course/ with the course kernel
 	$(BIN)/jupyter lab --notebook-dir=course
+
+validate: setup ## check a notebook before submitting: NB=course/07_gan/07_gan.ipynb (exit status 1 if a test fails)
+	@test -n "$(NB)" || { echo "say which notebook: make validate NB=course/<chapter>/<chapter>.ipynb"; exit 2; }
+	$(PY) -m dlcourse.validate $(NB)
 
 test: instructor-only setup ## the whole test suite (what CI runs)
 	$(PY) -m pytest -n 2 --dist loadgroup
