@@ -5,6 +5,8 @@ Results are written to bench/results/<machine>.json; they are measurements, not 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
@@ -113,6 +115,41 @@ def optim_widgets_ms(repeats: int = 20) -> dict[str, float]:
             "schedule_designer redraw, median ms": round(statistics.median(designer), 1)}
 
 
+def gan_widgets_ms(repeats: int = 20) -> dict[str, float]:
+    """Chapter 07: one redraw of the training scrubber (the shipped ring snapshots, scored by a mode-coverage
+    function) and of the latent walk (the shipped generator), each as the widget shows it (PNG included)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import torch
+
+    from dlcourse import data, gan
+    from dlcourse.widgets import gan as wgan
+
+    def coverage(samples, centres, threshold, min_count=1):
+        distance = torch.cdist(samples.double(), centres.double())
+        nearest_distance, nearest = distance.min(dim=1)
+        good = nearest_distance <= threshold
+        counts = torch.bincount(nearest[good], minlength=len(centres))
+        return counts, good.double().mean().item(), int((counts >= min_count).sum())
+
+    generator = gan.ConvGenerator(latent=32, width=32)
+    data.load_checkpoint("07_fashion_dcgan", generator)
+    with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel the output area prints
+        views = {"training_scrubber": (wgan.training_scrubber(data.load_json("07_ring_runs"), coverage), "index"),
+                 "latent_walk": (wgan.latent_walk(generator.eval(), latent=32), "t")}
+    results = {}
+    for name, (view, control) in views.items():
+        slider, times = view.controls[control], []
+        for i in range(repeats):
+            start = time.perf_counter()
+            with contextlib.redirect_stdout(io.StringIO()):
+                slider.value = slider.min + (i % 10) * (slider.max - slider.min) / 10  # each change redraws
+            times.append((time.perf_counter() - start) * 1000)
+        results[f"{name} redraw, median ms"] = round(statistics.median(times), 1)
+    return results
+
+
 def pattern_designer_ms(repeats: int = 20, n: int = 128) -> dict[str, float]:
     """Chapter 09: one pattern-designer redraw at n = 128 (a window of growing width with one global token,
     the receptive field after 4 layers by boolean products, drawn into the kept figure)."""
@@ -217,6 +254,7 @@ def main() -> int:
         results.update(widget_ms())
         results.update(sampling_explorer_ms())
         results.update(pattern_designer_ms())
+        results.update(gan_widgets_ms())
         results.update(sparse_attention_costs())
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / ("latest.json" if not only else f"latest-{'-'.join(only)}.json")
