@@ -348,6 +348,12 @@ def sinusoidal_positional_encoding(max_len, d_model):
 # Wrong answers that the visible tests, which once checked only shapes and sums, now fail too: a student
 # who runs them sees the mistake before submitting.
 VISIBLE = {
+    "mha": [
+        "splits heads with view only, mixing positions",
+        "ignores the key padding mask",
+        "sums the head weights instead of averaging",
+        "merges heads without transposing back",
+    ],
     "ffn": [
         "tanh approximation of GELU",
         "always ReLU",
