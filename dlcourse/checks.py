@@ -13,6 +13,9 @@ Guards
 * The module keeps its own references to the functions it compares with, taken at import (the locked
   set-up cell imports it before any answer cell runs), and :func:`assert_untampered` reports when an
   answer has replaced torch, NumPy or these checks (``torch.allclose = lambda *a, **k: True``).
+
+Every function here sets ``__tracebackhide__``: in a notebook, IPython then shows a failed check as the
+student's own line, the check's message and the one frame that raised it, not a page of this module's frames.
 """
 
 from __future__ import annotations
@@ -92,6 +95,7 @@ _ORIGINALS: dict[tuple[str, str], Any] = {}
 
 
 def _keep(owner: Any, owner_name: str, attr: str) -> Any:
+    __tracebackhide__ = True
     value = getattr(owner, attr)
     _ORIGINALS[(owner_name, attr)] = value
     return value
@@ -127,6 +131,7 @@ _TensorType = torch.Tensor
 
 
 def _to_numpy(x: Any) -> np.ndarray:
+    __tracebackhide__ = True
     if isinstance(x, _TensorType):
         x = _T_detach(x)
         x = _T_cpu(x)
@@ -137,6 +142,7 @@ def _to_numpy(x: Any) -> np.ndarray:
 
 
 def _where(index: tuple[int, ...]) -> str:
+    __tracebackhide__ = True
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
@@ -146,6 +152,7 @@ def _where(index: tuple[int, ...]) -> str:
 
 def assert_true(condition: bool, message: str) -> None:
     """Fail with ``message`` when ``condition`` is false (for properties that are not comparisons)."""
+    __tracebackhide__ = True
     try:
         holds = bool(condition)
     except Exception as err:  # e.g. a tensor of several booleans
@@ -157,6 +164,7 @@ def assert_true(condition: bool, message: str) -> None:
 def expect_error(fn: Callable, *args: Any, error: type[BaseException] = ValueError, name: str | None = None,
                  **kwargs: Any) -> None:
     """``fn(*args, **kwargs)`` raises ``error`` (bad input must be refused with a clear error)."""
+    __tracebackhide__ = True
     label = name or f"{getattr(fn, '__name__', 'your function')}(...)"
     try:
         fn(*args, **kwargs)
@@ -171,6 +179,7 @@ def expect_error(fn: Callable, *args: Any, error: type[BaseException] = ValueErr
 
 def assert_shape(actual: Any, expected: Sequence[int], name: str = "output") -> None:
     """The tensor ``actual`` has exactly the shape ``expected``."""
+    __tracebackhide__ = True
     if not isinstance(actual, _TensorType):
         raise CheckFailure(f"{name}: expected a torch.Tensor of shape {tuple(expected)}, got {type(actual).__name__}")
     if tuple(actual.shape) != tuple(expected):
@@ -179,6 +188,7 @@ def assert_shape(actual: Any, expected: Sequence[int], name: str = "output") -> 
 
 def assert_dtype(actual: Any, expected: torch.dtype, name: str = "output") -> None:
     """The tensor ``actual`` has dtype ``expected``."""
+    __tracebackhide__ = True
     if not isinstance(actual, _TensorType):
         raise CheckFailure(f"{name}: expected a torch.Tensor of dtype {expected}, got {type(actual).__name__}")
     if actual.dtype != expected:
@@ -202,6 +212,7 @@ def assert_close(
     tensors are compared exactly, complex ones on both parts. An expected ±inf must be matched exactly.
     With ``equal_nan`` a NaN is accepted where a NaN is expected.
     """
+    __tracebackhide__ = True
     tol = tol or FLOAT32
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
@@ -251,6 +262,7 @@ def assert_close(
 
 def _same_container(actual: Any, expected: Any) -> bool:
     """Same tuple/list type; a record from the student's kernel matches the named tuple it stands for."""
+    __tracebackhide__ = True
     if type(actual) is type(expected):
         return True
     fields = getattr(type(expected), "_fields", None) if isinstance(expected, tuple) else None
@@ -258,14 +270,17 @@ def _same_container(actual: Any, expected: Any) -> bool:
 
 
 def _is_numeric(x: Any) -> bool:
+    __tracebackhide__ = True
     return isinstance(x, _TensorType | np.ndarray | int | float | complex | np.number) and not isinstance(x, bool)
 
 
 def _fmt(x: Any) -> str:
+    __tracebackhide__ = True
     return f"{x:.6g}"
 
 
 def _compare_arrays(a: np.ndarray, e: np.ndarray, tol: Tolerance, name: str, equal_nan: bool) -> None:
+    __tracebackhide__ = True
     with np.errstate(invalid="ignore", over="ignore"):
         a_nan, e_nan = np.isnan(a), np.isnan(e)
         e_finite, e_inf = np.isfinite(e), np.isinf(e)
@@ -280,6 +295,7 @@ def _compare_arrays(a: np.ndarray, e: np.ndarray, tol: Tolerance, name: str, equ
     lines = [f"{name}: {int(bad.sum())} of {a.size} values differ from the expected ones ({tol})"]
 
     def first(mask: np.ndarray) -> tuple[int, ...]:
+        __tracebackhide__ = True
         return tuple(int(i) for i in np.argwhere(mask)[0])
 
     nonfinite = bad & ~np.isfinite(a) & e_finite
@@ -310,6 +326,7 @@ def _compare_arrays(a: np.ndarray, e: np.ndarray, tol: Tolerance, name: str, equ
 
 def assert_equal(actual: Any, expected: Any, name: str = "output") -> None:
     """Exact equality (token ids, masks, integer tensors, lists); reports the first wrong element."""
+    __tracebackhide__ = True
     if isinstance(expected, _TensorType | np.ndarray):
         kind = "torch.Tensor" if isinstance(expected, _TensorType) else "NumPy array"
         if type(actual) is not type(expected) and not (isinstance(expected, _TensorType)
@@ -344,6 +361,7 @@ def assert_equal(actual: Any, expected: Any, name: str = "output") -> None:
 
 
 def _same_scalar(a: Any, e: Any) -> bool:
+    __tracebackhide__ = True
     if isinstance(a, _TensorType | np.ndarray) and not isinstance(e, _TensorType | np.ndarray):
         return False  # a tensor where a plain value is expected
     try:
@@ -357,6 +375,7 @@ def _same_scalar(a: Any, e: Any) -> bool:
 
 
 def _public_name(func: Any) -> str:
+    __tracebackhide__ = True
     name = getattr(func, "__name__", repr(func))
     qual = getattr(func, "__qualname__", name)
     module = getattr(func, "__module__", None) or ""
@@ -371,6 +390,7 @@ def _public_name(func: Any) -> str:
 
 def _forbidden_match(name: str, patterns: frozenset[str]) -> str | None:
     """The pattern that op/function ``name`` falls under: ``p``, ``p_*``, ``native_p``, ``special_p`` or a glob."""
+    __tracebackhide__ = True
     bare = name.lstrip("_")
     for p in patterns:
         if p.startswith("="):  # exact name only: "=gru" refuses torch.gru but not torch.gru_cell
@@ -424,6 +444,7 @@ def forbid(names: Iterable[str], why: str = "") -> Iterator[None]:
     and a TorchDispatchMode for the operators underneath (``F.softmin`` computing a softmax,
     ``torch.ops.aten._softmax``, code run with torch functions disabled).
     """
+    __tracebackhide__ = True
     patterns = frozenset(names)
     with guards.pushed(("forbid", patterns, why)):
         if guards.is_trusted():  # the grader: the guard travels with each call into the student's kernel
@@ -435,6 +456,7 @@ def forbid(names: Iterable[str], why: str = "") -> Iterator[None]:
 
 
 def _clone(x: Any) -> Any:
+    __tracebackhide__ = True
     if isinstance(x, _TensorType):
         return x.detach().clone().requires_grad_(x.requires_grad)
     if isinstance(x, Record):
@@ -449,6 +471,7 @@ def _clone(x: Any) -> Any:
 def _call_student(fn: Callable, args: Sequence, kwargs: dict, forbidden: Iterable[str], label: str,
                   how: Callable | None = None) -> Any:
     """``fn(*args, **kwargs)`` (or ``how()``) under :func:`forbid`; the student's errors become CheckFailures."""
+    __tracebackhide__ = True
     try:
         with forbid(forbidden) if forbidden else contextlib.nullcontext():
             return how() if how is not None else fn(*args, **kwargs)
@@ -467,6 +490,7 @@ def call(student: Callable, *args: Any, name: str | None = None, forbidden: Iter
     For a test that then compares more than a return value (e.g. the weights a training step left): an
     exception the student's code raises becomes a :class:`CheckFailure` that names ``name``.
     """
+    __tracebackhide__ = True
     label = name or f"{getattr(student, '__name__', 'your function')}(...)"
     return _call_student(student, args, kwargs, forbidden, label)
 
@@ -478,6 +502,7 @@ def build_in_kernel(factory: str, *args: Any, **kwargs: Any) -> Any:
     back as proxies, so that a student's function can change them there; a test then reads back what they
     hold (``state_dict()``) and compares it here. Elsewhere it is a plain call. Only ``dlcourse.`` paths.
     """
+    __tracebackhide__ = True
     if not factory.startswith("dlcourse."):
         raise ValueError(f"build_in_kernel builds the course package's objects only, not {factory!r}")
     if guards.is_trusted():
@@ -512,6 +537,7 @@ def compare_with_oracle(
     unchanged (an answer that writes into its arguments fails). Returns nothing: a value left as a test
     cell's last expression would be read by nbgrader as a partial-credit score.
     """
+    __tracebackhide__ = True
     label = name or f"{getattr(student, '__name__', 'your function')}(...)"
     s_args, s_kwargs = _clone(list(args)), _clone(kwargs)
     if is_remote(student):  # the grader: the kernel sends back the result and its arguments after the call
@@ -535,6 +561,7 @@ def compare_with_oracle(
 
 
 def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
+    __tracebackhide__ = True
     a, b = _T_detach(a), _T_detach(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
@@ -553,6 +580,7 @@ def _random_projection(out: Any, seed: int) -> Any:
 
     Its gradient is a vector-Jacobian product with a random vector, which tests every output direction.
     """
+    __tracebackhide__ = True
     outs = [o for o in (out if isinstance(out, tuple | list) else (out,))
             if isinstance(o, _TensorType) and o.is_floating_point()]
     gen = torch.Generator().manual_seed(seed)
@@ -576,11 +604,13 @@ def compare_gradients(
     ``wrt`` lists the positions of the floating-point tensor arguments to differentiate (default: all of
     them). Outputs that are tuples contribute every floating-point tensor they hold.
     """
+    __tracebackhide__ = True
     label = name or f"gradient of {getattr(student, '__name__', 'your function')}(...)"
     positions = list(wrt) if wrt is not None else [
         i for i, a in enumerate(args) if isinstance(a, _TensorType) and a.is_floating_point()]
 
     def grads(fn: Callable, is_student: bool) -> list[torch.Tensor]:
+        __tracebackhide__ = True
         if is_student and is_remote(fn):
             reply = _call_student(fn, args, kwargs, forbidden, label,
                                   how=lambda: fn.backward(args, kwargs, wrt=positions, seed=seed))
@@ -622,6 +652,7 @@ def parameter_gradients(
     are computed there, under :func:`forbid` with ``forbidden``, and come back as data. The module's
     ``.grad`` fields are left as they were.
     """
+    __tracebackhide__ = True
     label = name or f"gradients of {getattr(module, '__name__', type(module).__name__)}"
     if is_remote(module):
         if output is not None:
@@ -652,6 +683,7 @@ def load_weights(student: torch.nn.Module, source: torch.nn.Module | dict[str, t
     ``rename`` maps a prefix of the source's names to the student's (``{"linear1.": "ff.linear1."}``).
     The failure message lists missing, unexpected and wrongly shaped entries.
     """
+    __tracebackhide__ = True
     state = _renamed(source.state_dict() if isinstance(source, torch.nn.Module) else dict(source), rename)
     own = student.state_dict()
     missing = sorted(set(state) - set(own))
@@ -673,6 +705,7 @@ def fixed_tensor(shape: Sequence[int], phase: float = 0.0, scale: float = 1.0) -
     """A float32 tensor of ``shape`` whose values are the same on every machine: ``scale·sin(1.3·k + phase)``
     for k = 1, 2, … in row-major order. Visible tests use it to compare an answer with numbers written in the
     test, without a random generator (whose stream may differ between versions) and without the reference."""
+    __tracebackhide__ = True
     n = int(np.prod(tuple(shape))) if len(shape) else 1
     k = torch.arange(1, n + 1, dtype=torch.float64)
     return (scale * torch.sin(1.3 * k + phase)).to(torch.float32).reshape(tuple(shape))
@@ -682,6 +715,7 @@ def fixed_weights(module: torch.nn.Module, scale: float = 0.5, name: str = "your
     """Set every floating-point parameter and buffer of ``module`` to a :func:`fixed_tensor`, each with its own
     phase (so that two matrices of one shape still differ; phases follow the sorted names); integer buffers
     are kept."""
+    __tracebackhide__ = True
     state = {key: (fixed_tensor(value.shape, phase=0.7 * i, scale=scale) if value.is_floating_point() else value)
              for i, (key, value) in enumerate(sorted(module.state_dict().items()))}
     load_weights(module, state, name=name)
@@ -708,11 +742,13 @@ def compare_modules(
     parameter. The student's forward pass runs under :func:`forbid` with ``forbidden``. Inputs are named
     after the parameters of ``student.forward``; ``output_names`` names the items of a tuple result.
     """
+    __tracebackhide__ = True
     label = name or type(student).__name__
     load_weights(student, oracle, rename, name=label)
     grad_tol = grad_tol or tol
 
     def run(module: torch.nn.Module, is_student: bool):
+        __tracebackhide__ = True
         if is_student and is_remote(module):
             if output(_SELF) is not _SELF:
                 raise TypeError("compare_modules: `output` selects locally; against a student's kernel compare the "
@@ -757,6 +793,7 @@ def compare_modules(
 
 def _input_names(module: torch.nn.Module, inputs: Sequence[Any]) -> list[str]:
     """Names of the floating-point tensor inputs, from the parameters of ``module.forward``."""
+    __tracebackhide__ = True
     import inspect
 
     try:
@@ -770,6 +807,7 @@ def _input_names(module: torch.nn.Module, inputs: Sequence[Any]) -> list[str]:
 
 def _renamed(params: dict[str, Any], rename: dict[str, str] | None) -> dict[str, Any]:
     """``params`` with each key prefix ``old`` of ``rename`` replaced by ``new``."""
+    __tracebackhide__ = True
     for old, new in (rename or {}).items():
         params = {(new + k[len(old):] if k.startswith(old) else k): v for k, v in params.items()}
     return params
@@ -778,6 +816,7 @@ def _renamed(params: dict[str, Any], rename: dict[str, str] | None) -> dict[str,
 def _zeros_for_none(got: torch.Tensor | None, want: torch.Tensor | None) -> tuple[Any, Any]:
     """A gradient that is None (a parameter the output does not use) as zeros shaped like the other one, on
     either side: the student's kernel sends unused parameters' gradients back as zeros."""
+    __tracebackhide__ = True
     if got is None and want is not None:
         got = torch.zeros_like(want)
     if want is None and got is not None:
@@ -786,6 +825,7 @@ def _zeros_for_none(got: torch.Tensor | None, want: torch.Tensor | None) -> tupl
 
 
 def _detach_all(x: Any) -> Any:
+    __tracebackhide__ = True
     if isinstance(x, _TensorType):
         return _T_detach(x)
     if isinstance(x, Record):
@@ -804,6 +844,7 @@ _SELF = _Self()
 
 def assert_same_object(obj: Any, a: str, b: str, message: str) -> None:
     """Attribute paths ``a`` and ``b`` of ``obj`` lead to one object (e.g. tied weights), else fail with ``message``."""
+    __tracebackhide__ = True
     from dlcourse.grading.agent import attribute_path
 
     if is_remote(obj):
@@ -822,6 +863,7 @@ def assert_same_object(obj: Any, a: str, b: str, message: str) -> None:
 
 
 def _current(owner_name: str, attr: str) -> Any:
+    __tracebackhide__ = True
     owner = _OWNERS[owner_name]
     return getattr(owner, attr, None)
 
@@ -837,6 +879,7 @@ _REWRAPPED_BY_TORCH = {("torch", "manual_seed")}
 
 
 def _replaced(owner: str, attr: str, original: Any) -> bool:
+    __tracebackhide__ = True
     now = _current(owner, attr)
     if now is original:
         return False
@@ -848,6 +891,7 @@ def assert_untampered() -> None:
 
     Replacing a function object and swapping its ``__code__`` are both detected.
     """
+    __tracebackhide__ = True
     changed = [f"{owner}.{attr}" for (owner, attr), value in _ORIGINALS.items() if _replaced(owner, attr, value)]
     module = sys.modules[__name__]
     changed += [f"dlcourse.checks.{n}" for n, (fn, code) in _OWN_FUNCTIONS.items()

@@ -285,3 +285,29 @@ def test_fixed_weights_are_the_same_whatever_the_order_and_differ_between_parame
     assert not q.weight.any()
     assert float(checks.fixed_tensor((1,))[0]) == pytest.approx(math.sin(1.3))
     assert checks.fixed_tensor((2, 3), phase=0.5).shape == (2, 3)
+
+
+def test_a_failed_check_shows_the_students_line_not_the_checks_frames():
+    """IPython hides frames whose locals hold ``__tracebackhide__``; every check function sets it."""
+    import inspect
+
+    from IPython.core.ultratb import VerboseTB
+
+    from dlcourse import checks
+
+    missing = [name for name, fn in inspect.getmembers(checks, inspect.isfunction)
+               if fn.__module__ == checks.__name__
+               and "__tracebackhide__" not in inspect.unwrap(fn).__code__.co_varnames]
+    assert not missing, f"check functions without __tracebackhide__: {missing}"
+
+    def student_cell():
+        checks.compare_with_oracle(lambda x: x + 1, lambda x: x, torch.zeros(3), name="my function")
+
+    try:
+        student_cell()
+    except checks.CheckFailure:
+        import sys
+
+        text = "".join(VerboseTB(theme_name="nocolor").structured_traceback(*sys.exc_info()))
+    assert "student_cell()" in text and "my function" in text
+    assert "skipping hidden" in text and "_call_student" not in text
