@@ -28,5 +28,9 @@ def load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(key, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[key] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[key]  # a broken reference is not kept half-loaded
+        raise
     return module
