@@ -139,16 +139,11 @@ def _batches(n: int, batch_size: int, generator: torch.Generator):
             yield order[start:start + batch_size]
 
 
-def train_vae(model: VAE, x_train: torch.Tensor, loss_fn: NegativeElbo, reparameterize: Reparameterize, *,
-              steps: int, beta: float = 1.0, lr: float = 1e-3, batch_size: int = 128, seed: int = 0,
-              dynamic_binarization: bool = True) -> TrainRun:
-    """Train ``model`` with Adam on ``loss_fn(x, logits, mu, logvar, beta) → (loss, reconstruction, kl)``.
-
-    Each step takes a batch of ``x_train`` (N, D) grey levels, binarizes it afresh (unless
-    ``dynamic_binarization`` is off), encodes it, draws ε ~ N(0, I) from a generator seeded with ``seed``,
-    samples z = ``reparameterize(mu, logvar, ε)``, decodes z to logits and steps on the loss. The learning rate
-    decays with a cosine to a tenth of ``lr``.
-    """
+def _train(model: nn.Module, x_train: torch.Tensor, step_loss: Callable[[torch.Tensor, torch.Generator], tuple],
+           *, steps: int, lr: float, batch_size: int, seed: int, dynamic_binarization: bool) -> TrainRun:
+    """The loop :func:`train_vae` and :func:`train_autoencoder` share: Adam with a cosine decay to a tenth of
+    ``lr``, batches of ``x_train`` binarized afresh (unless ``dynamic_binarization`` is off) with the noise
+    generator, and ``step_loss(x, noise) → (loss, reconstruction, kl)`` for each batch."""
     device = x_train.device
     gen = torch.Generator().manual_seed(seed)
     noise = torch.Generator(device=device).manual_seed(seed + 1)
@@ -162,20 +157,38 @@ def train_vae(model: VAE, x_train: torch.Tensor, loss_fn: NegativeElbo, reparame
         x = x_train[next(batches).to(device)]
         if dynamic_binarization:
             x = torch.bernoulli(x, generator=noise)
-        mu, logvar = model.encode(x)
-        eps = torch.randn(mu.shape, generator=noise, device=device, dtype=mu.dtype)
-        z = reparameterize(mu, logvar, eps)
-        loss, reconstruction, kl = loss_fn(x, model.decode(z), mu, logvar, beta)
+        loss, reconstruction, kl = step_loss(x, noise)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
         run.loss.append(float(loss.detach()))
         run.reconstruction.append(float(reconstruction.detach()))
-        run.kl.append(float(kl.detach()))
+        run.kl.append(float(kl))
         run.steps += 1
     run.seconds = time.perf_counter() - start
     model.eval()
     return run
+
+
+def train_vae(model: VAE, x_train: torch.Tensor, loss_fn: NegativeElbo, reparameterize: Reparameterize, *,
+              steps: int, beta: float = 1.0, lr: float = 1e-3, batch_size: int = 128, seed: int = 0,
+              dynamic_binarization: bool = True) -> TrainRun:
+    """Train ``model`` with Adam on ``loss_fn(x, logits, mu, logvar, beta) → (loss, reconstruction, kl)``.
+
+    Each step takes a batch of ``x_train`` (N, D) grey levels, binarizes it afresh (unless
+    ``dynamic_binarization`` is off), encodes it, draws ε ~ N(0, I) from a generator seeded with ``seed``,
+    samples z = ``reparameterize(mu, logvar, ε)``, decodes z to logits and steps on the loss. The learning rate
+    decays with a cosine to a tenth of ``lr``.
+    """
+
+    def step_loss(x: torch.Tensor, noise: torch.Generator) -> tuple:
+        mu, logvar = model.encode(x)
+        eps = torch.randn(mu.shape, generator=noise, device=x.device, dtype=mu.dtype)
+        loss, reconstruction, kl = loss_fn(x, model.decode(reparameterize(mu, logvar, eps)), mu, logvar, beta)
+        return loss, reconstruction, kl.detach()
+
+    return _train(model, x_train, step_loss, steps=steps, lr=lr, batch_size=batch_size, seed=seed,
+                  dynamic_binarization=dynamic_binarization)
 
 
 def bernoulli_nll(x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
@@ -187,30 +200,13 @@ def train_autoencoder(model: Autoencoder, x_train: torch.Tensor, *, steps: int, 
                       batch_size: int = 128, seed: int = 0, dynamic_binarization: bool = True) -> TrainRun:
     """Train a deterministic autoencoder on the same data and schedule as :func:`train_vae`, with the
     Bernoulli reconstruction loss only (no KL term, no noise)."""
-    device = x_train.device
-    gen = torch.Generator().manual_seed(seed)
-    noise = torch.Generator(device=device).manual_seed(seed + 1)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    batches = _batches(len(x_train), min(batch_size, len(x_train)), gen)
-    run = TrainRun()
-    model.train()
-    start = time.perf_counter()
-    for step in range(steps):
-        _cosine_lr(optimizer, lr, step, steps)
-        x = x_train[next(batches).to(device)]
-        if dynamic_binarization:
-            x = torch.bernoulli(x, generator=noise)
+
+    def step_loss(x: torch.Tensor, noise: torch.Generator) -> tuple:
         loss = bernoulli_nll(x, model(x)).mean()
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        run.loss.append(float(loss.detach()))
-        run.reconstruction.append(float(loss.detach()))
-        run.kl.append(0.0)
-        run.steps += 1
-    run.seconds = time.perf_counter() - start
-    model.eval()
-    return run
+        return loss, loss, 0.0
+
+    return _train(model, x_train, step_loss, steps=steps, lr=lr, batch_size=batch_size, seed=seed,
+                  dynamic_binarization=dynamic_binarization)
 
 
 def train_linear_autoencoder(x: torch.Tensor, latent_dim: int, *, steps: int = 300, lr: float = 1e-2,
