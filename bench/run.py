@@ -116,22 +116,17 @@ def optim_widgets_ms(repeats: int = 20) -> dict[str, float]:
 
 
 def gan_widgets_ms(repeats: int = 20) -> dict[str, float]:
-    """Chapter 07: one redraw of the training scrubber (the shipped ring snapshots, scored by a mode-coverage
-    function) and of the latent walk (the shipped generator), each as the widget shows it (PNG included)."""
+    """Chapter 07: one redraw of the training scrubber (the shipped ring snapshots, scored by the reference
+    mode coverage) and of the latent walk (the shipped generator), each as the widget shows it (PNG included)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import torch
 
     from dlcourse import data, gan
+    from dlcourse.grading import references
     from dlcourse.widgets import gan as wgan
 
-    def coverage(samples, centres, threshold, min_count=1):
-        distance = torch.cdist(samples.double(), centres.double())
-        nearest_distance, nearest = distance.min(dim=1)
-        good = nearest_distance <= threshold
-        counts = torch.bincount(nearest[good], minlength=len(centres))
-        return counts, good.double().mean().item(), int((counts >= min_count).sum())
+    coverage = references.load("gan").mode_coverage
 
     generator = gan.ConvGenerator(latent=32, width=32)
     data.load_checkpoint("07_fashion_dcgan", generator)

@@ -111,14 +111,6 @@ def test_landscape_state_matches_the_closed_form_gradients():
         gan_widgets.landscape_state(REF.g_loss, at=1.0)
 
 
-def _coverage(samples, centres, threshold, min_count=1):
-    d = torch.cdist(samples.double(), centres.double())
-    best, nearest = d.min(dim=1)
-    good = best <= threshold
-    counts = torch.bincount(nearest[good], minlength=len(centres))
-    return counts, good.double().mean().item(), int((counts >= min_count).sum())
-
-
 def _shipped():
     c = gan.ring_centres()
     return {"steps": [0, 10], "centres": c.tolist(), "threshold": 0.15, "min_count": 1,
@@ -126,12 +118,12 @@ def _shipped():
 
 
 def test_scrubber_state_scores_each_run_with_the_given_function():
-    state = gan_widgets.scrubber_state(_shipped(), 1, _coverage)
+    state = gan_widgets.scrubber_state(_shipped(), 1, REF.mode_coverage)
     assert state.step == 10
     assert state.covered == {"a": 4, "b": 0} and state.quality == {"a": 1.0, "b": 0.0}
     assert state.points["a"].shape == (4, 2)
     with pytest.raises(IndexError):
-        gan_widgets.scrubber_state(_shipped(), 2, _coverage)
+        gan_widgets.scrubber_state(_shipped(), 2, REF.mode_coverage)
 
 
 def test_latent_path_interpolates_codes():
@@ -148,7 +140,7 @@ def test_latent_path_interpolates_codes():
 def test_the_widgets_build_and_redraw():
     landscape = gan_widgets.loss_landscape(REF.g_loss, start=0.1)
     landscape.controls["at"].value = 0.7
-    scrubber = gan_widgets.training_scrubber(_shipped(), _coverage)
+    scrubber = gan_widgets.training_scrubber(_shipped(), REF.mode_coverage)
     scrubber.controls["index"].value = 1
     walk = gan_widgets.latent_walk(gan.ConvGenerator(latent=4, width=4).eval(), latent=4)
     walk.controls["t"].value = 1.0
