@@ -145,6 +145,53 @@ def gan_widgets_ms(repeats: int = 20) -> dict[str, float]:
     return results
 
 
+def bert_widgets_ms(repeats: int = 20) -> dict[str, float]:
+    """Chapter 03: one answer of the fill-mask explorer (the shipped tiny BERT, run by Hugging Face's
+    ``BertForPreTraining`` in the course's layout) and one redraw of the attention-heads viewer (MiniLM's maps
+    over a sentence pair), each as the widget shows it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import torch
+    from transformers import BertForPreTraining
+
+    from dlcourse import bert, data
+    from dlcourse.models import bert as bert_models
+    from dlcourse.widgets import bert as wbert
+
+    shipped = data.load_json("03_tiny_bert_vocab")
+    model = bert_models.InCourseLayout(BertForPreTraining(bert_models.hf_config(**shipped["config"])),
+                                       lambda out: out.prediction_logits[0])
+    data.load_checkpoint("03_tiny_bert", model)
+    model.eval()
+    tokenizer = bert.fast_tokenizer(shipped["vocab"])
+
+    def logits(ids: list[int]) -> torch.Tensor:
+        with torch.no_grad():
+            return model(torch.tensor([ids]))
+
+    minilm, mini_tokenizer = bert.load_minilm()
+    pair = mini_tokenizer("The penguin cannot fly.", "It swims with its wings instead.", return_tensors="pt")
+    with torch.no_grad():
+        maps = [a[0] for a in minilm(**pair, output_attentions=True).attentions]
+    with contextlib.redirect_stdout(io.StringIO()):
+        fill = wbert.fill_mask_explorer(logits, lambda s: tokenizer(s)["input_ids"], shipped["vocab"], bert.MASK)
+        heads = wbert.attention_heads_viewer(maps, mini_tokenizer.convert_ids_to_tokens(pair["input_ids"][0]))
+    sentences = ["the king is [MASK]", "my lord , i [MASK] you", "to be , or not to [MASK]", "[MASK] , [MASK] !"]
+    changes = {"fill_mask": lambda i: setattr(fill.controls["sentence"], "value", f"{sentences[i % 4]} {i}"),
+               "attention_heads": lambda i: setattr(heads.controls["head"], "value", i % 12)}
+    results = {}
+    for name, change in changes.items():
+        times = []
+        for i in range(1, repeats + 1):
+            start = time.perf_counter()
+            with contextlib.redirect_stdout(io.StringIO()):
+                change(i)
+            times.append((time.perf_counter() - start) * 1000)
+        results[f"{name} redraw, median ms"] = round(statistics.median(times), 1)
+    return results
+
+
 def pattern_designer_ms(repeats: int = 20, n: int = 128) -> dict[str, float]:
     """Chapter 09: one pattern-designer redraw at n = 128 (a window of growing width with one global token,
     the receptive field after 4 layers by boolean products, drawn into the kept figure)."""
@@ -203,6 +250,50 @@ def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
             f"course GPT greedy, {n_new} tokens, with cache, ms": round(generation[True], 1)}
 
 
+def t5_widgets_ms(repeats: int = 20) -> dict[str, float]:
+    """Chapter 05: one redraw of the span-corruption explorer and of the mask explorer (with the solution
+    notebook's answers), and of the cross-attention heat map of the shipped T5 (greedy decoding included)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import torch
+
+    from dlcourse import data, t5
+    from dlcourse.models import t5 as t5_layout
+    from dlcourse.widgets import t5 as wt5
+
+    source = ROOT / "solutions" / "05_t5" / "05_t5.ipynb"
+    namespace: dict[str, object] = {}
+    exec("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F", namespace)
+    for cell in nbformat.read(source, as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in (
+                "noise_answer", "corrupt_answer", "shift_answer", "bucket_answer", "masks_answer", "block_answer",
+                "model_answer"):
+            exec(cell.source, namespace)
+    torch.set_num_threads(2)
+    vocab = t5.vocab()
+    size = {"vocab_size": len(vocab), **t5.DEMO_SIZE}
+    model = namespace["TinyT5"](**size)
+    data.load_checkpoint("05_t5", model)
+    with contextlib.redirect_stdout(io.StringIO()):
+        views = {"span_corruption_explorer": (wt5.span_corruption_explorer(
+                     namespace["random_spans_noise_mask"], namespace["span_corruption"], vocab), "seed"),
+                 "mask_explorer": (wt5.mask_explorer(namespace["attention_mask"]), "n"),
+                 "cross_attention_viewer": (wt5.cross_attention_viewer(t5_layout.to_hf(model, **size), vocab),
+                                            "head")}
+    results = {}
+    for name, (view, control) in views.items():
+        widget, times = view.controls[control], []
+        options = [value for _, value in widget.options] if hasattr(widget, "options") else None
+        for i in range(repeats):
+            start = time.perf_counter()
+            with contextlib.redirect_stdout(io.StringIO()):
+                widget.value = options[i % len(options)] if options else widget.min + 1 + i % 5
+            times.append((time.perf_counter() - start) * 1000)
+        results[f"05 {name} redraw, median ms"] = round(statistics.median(times), 1)
+    return results
+
+
 def sparse_attention_costs() -> dict[str, float]:
     """Chapter 09: measured peak memory and time of dense attention against the reference sliding-window
     attention (the solution notebook's answer cells), one head, d = 64, w = 256, n = 512 … 16,384."""
@@ -250,6 +341,8 @@ def main() -> int:
         results.update(sampling_explorer_ms())
         results.update(pattern_designer_ms())
         results.update(gan_widgets_ms())
+        results.update(t5_widgets_ms())
+        results.update(bert_widgets_ms())
         results.update(sparse_attention_costs())
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / ("latest.json" if not only else f"latest-{'-'.join(only)}.json")
