@@ -167,3 +167,28 @@ def test_frequent_token_is_the_mode_of_the_greedy_continuation():
     token = lm.frequent_token(hf, prompt, 12)
     counts = torch.bincount(generated.flatten(), minlength=61)
     assert counts[token] == counts.max() > 1
+
+
+def test_long_token_labels_get_columns_as_wide_as_themselves():
+    """SmolLM2's tokens are words: a fixed 34-pixel column made neighbouring labels overprint."""
+    state = widgets.next_token_state(torch.tensor([2.0, 1.0]), torch.tensor([2.0, 1.0]),
+                                     lambda ids: [" Juliet", " wherefore"][ids[0]], show=2)
+    html = widgets.next_token_html(state)
+    assert "min-width:34px" in html and "width:34px\"" not in html and "white-space:pre" in html
+
+
+def test_beam_tree_prompt_keeps_its_newline():
+    """The default prompt "JULIET:\\nO" is two lines: a one-line box showed "JULIET:O" and lost the newline."""
+    import ipywidgets as W
+
+    seen = []
+
+    def search(model, ids, beams, steps):
+        seen.append(ids[0].tolist())
+        return torch.cat([ids, ids[:, -1:]], 1), torch.tensor([0.0])
+
+    view = widgets.beam_tree_explorer(search, lm.tiny_gpt2(seed=0), lambda s: [ord(c) % 60 for c in s], str,
+                                      "JULIET:\nO")
+    box = view.controls["text"]
+    assert isinstance(box, W.Textarea) and box.value == "JULIET:\nO" and not box.continuous_update
+    assert seen[-1] == [ord(c) % 60 for c in "JULIET:\nO"]

@@ -173,3 +173,38 @@ def test_a_kept_figure_is_drawn_once_then_updated_and_shown_without_a_second_lay
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(png[16:20], "big") == 150 and int.from_bytes(png[20:24], "big") == 100  # 3 × 2 in at 50 dpi
     plt.close("all")
+
+
+def test_every_view_keeps_labels_whole_and_sliders_wide_enough():
+    """A lecture screen shows "temperature", not "temperat…"; a slider has room for its range; controls
+    wrap to a new row instead of being squeezed (the same look in every chapter)."""
+    import ipywidgets as W
+
+    from dlcourse.widgets.base import InteractiveView
+
+    controls = {"temperature": W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, description="temperature"),
+                "steps": W.IntSlider(value=3, min=1, max=9, description="n-gram block (0 = off)",
+                                     layout=W.Layout(width="300px")),
+                "prompt": W.Text(value="x", description="continue the prompt")}
+    view = InteractiveView(controls, lambda **values: "<b>ok</b>")
+    assert all(c.style.description_width == "initial" for c in controls.values())
+    assert controls["temperature"].layout.width == "420px"
+    assert controls["steps"].layout.width == "300px"  # a width chosen by the widget is kept
+    assert view.children[0].layout.flex_flow == "row wrap"
+    assert widgets.base.legible(W.Button(description="continue the prompt")).layout.width == "auto"
+
+
+def test_heatmaps_are_sized_to_their_content_and_name_heads_only_when_there_are_several():
+    from dlcourse.attention import AttentionMap
+    from dlcourse.widgets.attention import draw_heatmap, heatmap_size, heatmap_state
+
+    width, height = heatmap_size(10, 29)  # a 29-character date against its 10-character answer
+    assert width > 2 * height and height * 100 < 600  # wide and short at 100 dpi, not a 1,000-pixel square
+    assert heatmap_size(200, 200)[0] <= 12 and heatmap_size(200, 200)[1] <= 9
+    one_head = AttentionMap("alignment", torch.full((1, 1, 2, 3), 1 / 3), None, None)
+    assert heatmap_state(one_head, 0, ["a", "b"], ["x", "y", "z"]).title == "alignment"
+    four = AttentionMap("layer 1", torch.full((1, 4, 2, 3), 1 / 3), None, None)
+    state = heatmap_state(four, 2, ["a", "b"], ["x", "y", "z"])
+    assert state.title == "layer 1 · head 2"
+    fig = draw_heatmap(state)
+    assert fig.get_figwidth() > fig.get_figheight()

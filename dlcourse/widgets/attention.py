@@ -34,7 +34,7 @@ def heatmap_state(amap: AttentionMap, head: int | str, query_labels: Sequence[st
     else:
         if not 0 <= int(head) < n_heads:
             raise ValueError(f"head {head} out of range: this layer has {n_heads} heads")
-        shown, head_name = w[int(head)], f"head {int(head)}"
+        shown, head_name = w[int(head)], (f"head {int(head)}" if n_heads > 1 else "")
     blocked = torch.zeros(length, source, dtype=torch.bool)
     if amap.key_padding_mask is not None:
         blocked |= amap.key_padding_mask[batch_index].bool()[None, :]
@@ -43,7 +43,16 @@ def heatmap_state(amap: AttentionMap, head: int | str, query_labels: Sequence[st
         blocked |= m if m.dtype == torch.bool else torch.isneginf(m)
     if len(query_labels) != length or len(key_labels) != source:
         raise ValueError(f"{len(query_labels)}×{len(key_labels)} labels for a {length}×{source} map")
-    return HeatmapState(f"{amap.name} · {head_name}", shown, blocked, list(query_labels), list(key_labels))
+    title = f"{amap.name} · {head_name}" if head_name else amap.name  # a one-head model has no head to name
+    return HeatmapState(title, shown, blocked, list(query_labels), list(key_labels))
+
+
+def heatmap_size(rows: int, columns: int, cell: float = 0.32) -> tuple[float, float]:
+    """Figure (width, height) in inches for a rows × columns map of square cells: each side follows its own
+    count (a 10 × 29 map is wide and short, not a 29-inch square), with room for the labels and the colour
+    bar, and a cell size that shrinks so that the figure stays within 12 × 9 inches."""
+    cell = min(cell, 9.5 / max(columns, 1), 7.5 / max(rows, 1))
+    return max(4.0, cell * columns + 2.5), max(2.5, cell * rows + 1.5)
 
 
 def draw_heatmap(state: HeatmapState, ax=None):
@@ -52,8 +61,7 @@ def draw_heatmap(state: HeatmapState, ax=None):
     import numpy as np
 
     if ax is None:
-        size = max(3.0, 0.35 * max(len(state.key_labels), len(state.query_labels)) + 1.5)
-        fig, ax = plt.subplots(figsize=(size + 1, size))
+        fig, ax = plt.subplots(figsize=heatmap_size(len(state.query_labels), len(state.key_labels)))
     else:
         fig = ax.figure
     im = ax.imshow(state.weights.numpy(), vmin=0, vmax=1, cmap="viridis")

@@ -24,7 +24,10 @@ class InteractiveView(W.VBox):
         self.last_result: Any = None
         self.renders = 0
         header = [W.HTML(f"<b>{title}</b>")] if title else []
-        super().__init__(header + [W.HBox(list(controls.values())), self.output])
+        for control in controls.values():
+            legible(control)
+        row = W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap"))  # wrap, never squeeze
+        super().__init__(header + [row, self.output])
         for control in controls.values():
             control.observe(lambda _change: self.refresh(), names="value")
         self.refresh(raise_errors=True)  # a broken render fails the cell that builds the widget, visibly
@@ -62,6 +65,23 @@ class InteractiveView(W.VBox):
                 display(HTML(result))
         self.last_result = result
         self.renders += 1
+
+
+SLIDERS = (W.IntSlider, W.FloatSlider, W.FloatLogSlider, W.IntRangeSlider, W.FloatRangeSlider, W.SelectionSlider)
+
+
+def legible(control: W.Widget, slider_width: str = "420px") -> W.Widget:
+    """The same look in every chapter, readable on a lecture screen: a description is never cut short
+    ("temperat…"), and a slider without a width of its own gets ``slider_width`` (ipywidgets' default leaves
+    a long-labelled slider a track of about 120 px, where a small drag jumps across the range)."""
+    style = getattr(control, "style", None)
+    if getattr(control, "description", "") and style is not None and hasattr(style, "description_width"):
+        style.description_width = "initial"
+    if isinstance(control, SLIDERS) and not control.layout.width:
+        control.layout.width = slider_width
+    if isinstance(control, W.Button) and not control.layout.width:
+        control.layout.width = "auto"  # as wide as its text
+    return control
 
 
 def interactive_view(

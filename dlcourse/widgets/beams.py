@@ -119,7 +119,9 @@ def beam_tree_explorer(search: Callable[[nn.Module, torch.Tensor, int, int], tup
     from dlcourse.widgets.base import interactive_view
 
     controls = {
-        "text": W.Text(value=prompt, description="prompt"),
+        # several lines (a play's prompt is "JULIET:\nO"); recomputed when the box loses focus, not per key
+        "text": W.Textarea(value=prompt, description="prompt", rows=3, continuous_update=False,
+                           layout=W.Layout(width="420px")),
         "beams": W.IntSlider(value=3, min=1, max=6, description="beams"),
         "steps": W.IntSlider(value=min(8, max_steps), min=1, max=max_steps, description="steps"),
     }

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from dlcourse.widgets.base import InteractiveView
+from dlcourse.widgets.base import InteractiveView, legible
 
 # filter(logits (1, V), ids (1, T), settings) → filtered logits (1, V), −inf where removed
 FilterFn = Callable[[torch.Tensor, torch.Tensor, dict], torch.Tensor]
@@ -74,13 +74,15 @@ def next_token_html(state: NextTokenState, title: str = "") -> str:
     for label, before, after, kept in zip(state.labels, state.before.tolist(), state.after.tolist(),
                                           state.kept.tolist(), strict=True):
         columns.append(
-            '<div style="display:flex;flex-direction:column;align-items:center;width:34px">'
+            # as wide as its label (a subword token can be many characters), at least a bar's width
+            '<div style="display:flex;flex-direction:column;align-items:center;min-width:34px;padding:0 3px">'
             f'<div style="position:relative;width:24px;height:{height}px">'
             f'<div title="model {before:.3f}" style="position:absolute;bottom:0;width:24px;'
             f'height:{before * height:.1f}px;background:#d3d3d3"></div>'
             f'<div title="after the filters {after:.3f}" style="position:absolute;bottom:0;left:6px;width:12px;'
             f'height:{after * height:.1f}px;background:#1f77b4"></div></div>'
-            f'<div style="font-family:monospace;color:{"#000" if kept else "#aaa"}">{escape(label)}</div></div>')
+            f'<div style="font-family:monospace;white-space:pre;color:{"#000" if kept else "#aaa"}">'
+            f"{escape(label)}</div></div>")
     header = f"{escape(title)} &nbsp; {state.kept_total} of {state.vocab_size} tokens left"
     legend = ('<span style="color:#999">■</span> model &nbsp; <span style="color:#1f77b4">■</span> after the '
               "filters (renormalised) &nbsp; grey labels: removed")
@@ -138,6 +140,8 @@ def sampling_explorer(models: list[LanguageModel], filter_fn: FilterFn, prompt: 
     view.continue_prompt = on_click
     # controls on two rows: text and model, then the knobs
     view.children = (view.children[0], W.HBox([controls["prompt"], W.VBox([controls["model"], controls["seed"]])]),
-                     W.HBox([controls[k] for k in shown]),
-                     W.HBox([controls["beams"], controls["length"], button]), view.output, text_out)
+                     W.HBox([controls[k] for k in shown], layout=W.Layout(flex_flow="row wrap")),
+                     W.HBox([controls["beams"], controls["length"], legible(button)],
+                            layout=W.Layout(flex_flow="row wrap")), view.output,
+                     text_out)
     return view
