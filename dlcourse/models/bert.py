@@ -39,6 +39,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from dlcourse.models.attention import MultiHeadAttention
+from dlcourse.models.layout import CourseLayout
 
 # ----------------------------------------------------------------------------------------------------
 # Chapter 02's encoder layer, as a reference block
@@ -151,7 +152,7 @@ def course_state_dict(hf_module: nn.Module) -> dict[str, torch.Tensor]:
     return state
 
 
-class InCourseLayout(nn.Module):
+class InCourseLayout(CourseLayout):
     """A Hugging Face BERT module whose parameters carry the course's names (see the module docstring).
 
     ``forward`` rebuilds Hugging Face's tensors from the course parameters and calls the wrapped module with
@@ -162,43 +163,8 @@ class InCourseLayout(nn.Module):
 
     def __init__(self, hf_module: nn.Module, output: Callable[[Any], Any] = lambda out: out,
                  keywords: tuple[str, ...] | None = None) -> None:
-        super().__init__()
-        object.__setattr__(self, "_hf", hf_module)
-        self._output = output
-        self._keywords = keywords
-        self._sources = {hf_name: (*course_names(hf_name), tensor.shape)
-                         for hf_name, tensor in _parameters(hf_module).items()}
-        for name, tensor in course_state_dict(hf_module).items():
-            *path, leaf = name.split(".")
-            owner: nn.Module = self
-            for part in path:
-                if not hasattr(owner, part):
-                    owner.add_module(part, nn.Module())
-                owner = getattr(owner, part)
-            owner.register_parameter(leaf, nn.Parameter(tensor))
-
-    @property
-    def hf(self) -> nn.Module:
-        return self._hf
-
-    def hf_tensors(self) -> dict[str, torch.Tensor]:
-        params = dict(self.named_parameters())
-        tensors = {}
-        for hf_name, (name, third, shape) in self._sources.items():
-            value = params[name]
-            tensors[hf_name] = (value.chunk(3)[third] if third is not None else value).reshape(shape)
-        return tensors
-
-    def train(self, mode: bool = True) -> InCourseLayout:
-        self._hf.train(mode)
-        return super().train(mode)
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        if self._keywords is not None:
-            kwargs = dict(zip(self._keywords, args, strict=False)) | kwargs
-            args = ()
-        out = torch.func.functional_call(self._hf, self.hf_tensors(), args, kwargs, tie_weights=True, strict=False)
-        return self._output(out)
+        sources = {name: (*course_names(name), tensor.shape) for name, tensor in _parameters(hf_module).items()}
+        super().__init__(hf_module, sources, course_state_dict(hf_module), output, keywords)
 
 
 def hf_config(vocab_size: int = 50, dim: int = 32, depth: int = 2, heads: int = 4, mlp_dim: int = 64,

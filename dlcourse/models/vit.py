@@ -31,6 +31,8 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from dlcourse.models.layout import CourseLayout
+
 # (Hugging Face name pattern, course name) for names that only change; order matters (first match wins).
 _RENAMES = [
     (r"^vit\.", ""),
@@ -80,7 +82,7 @@ def course_state_dict(hf_module: nn.Module) -> dict[str, torch.Tensor]:
     return state
 
 
-class InCourseLayout(nn.Module):
+class InCourseLayout(CourseLayout):
     """A Hugging Face ViT module whose parameters carry the course's names and shapes.
 
     Its parameters are created from :func:`course_state_dict`; ``forward`` rebuilds Hugging Face's tensors
@@ -91,46 +93,8 @@ class InCourseLayout(nn.Module):
     """
 
     def __init__(self, hf_module: nn.Module, output: Callable[[Any], Any] = lambda out: out) -> None:
-        super().__init__()
-        # kept outside the module tree, so that named_parameters() lists the course's names only
-        object.__setattr__(self, "_hf", hf_module)
-        self._output = output
-        self._sources: dict[str, tuple[str, int | None, torch.Size]] = {}
-        for hf_name, tensor in hf_module.state_dict().items():
-            name, third = course_names(hf_name)
-            self._sources[hf_name] = (name, third, tensor.shape)
-        for name, tensor in course_state_dict(hf_module).items():
-            *path, leaf = name.split(".")
-            owner: nn.Module = self
-            for part in path:
-                if not hasattr(owner, part):
-                    owner.add_module(part, nn.Module())
-                owner = getattr(owner, part)
-            owner.register_parameter(leaf, nn.Parameter(tensor))
-
-    @property
-    def hf(self) -> nn.Module:
-        """The wrapped Hugging Face module (its own parameters are not used by ``forward``)."""
-        return self._hf
-
-    def hf_tensors(self) -> dict[str, torch.Tensor]:
-        """This module's parameters in Hugging Face's names and shapes (differentiable views)."""
-        params = dict(self.named_parameters())
-        tensors = {}
-        for hf_name, (name, third, shape) in self._sources.items():
-            value = params[name]
-            if third is not None:
-                value = value.chunk(3)[third]
-            tensors[hf_name] = value.reshape(shape)
-        return tensors
-
-    def train(self, mode: bool = True) -> InCourseLayout:
-        self._hf.train(mode)
-        return super().train(mode)
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        out = torch.func.functional_call(self._hf, self.hf_tensors(), args, kwargs)
-        return self._output(out)
+        sources = {name: (*course_names(name), tensor.shape) for name, tensor in hf_module.state_dict().items()}
+        super().__init__(hf_module, sources, course_state_dict(hf_module), output)
 
 
 def hf_config(image_size: int = 16, patch_size: int = 4, num_channels: int = 3, dim: int = 32, depth: int = 2,
