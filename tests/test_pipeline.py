@@ -112,11 +112,14 @@ def _run(root: Path, *args: str, timeout: float = 900, **env_extra: str) -> subp
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Six students' submissions of chapter 00, autograded once; yields (root, autograde output, scores)."""
+    """A class of chapter 00: honest, wrong, careless and hostile submissions, autograded once.
+
+    Yields (root, autograde output, scores). Every chapter's reference answers and blank release are graded by
+    tests/test_pipeline_chapters.py, in a group of its own that the other test worker can run meanwhile.
+    """
     root = tmp_path_factory.mktemp("grading")
-    for chapter in CHAPTERS:  # every chapter: the reference answers, and the untouched release
-        _save(root, "full_marks", chapter, submission(chapter, answers_from_solution(chapter)))
-        _save(root, "blank", chapter, submission(chapter))
+    _save(root, "full_marks", CHAPTER, submission(CHAPTER, answers_from_solution(CHAPTER)))
+    _save(root, "blank", CHAPTER, submission(CHAPTER))
     good = answers_from_solution(CHAPTER)
     first_wrong = {f"{ex}_answer": wrongs[0][1] for ex, wrongs in _mutants(CHAPTER).items()}
     _save(root, "all_wrong", CHAPTER, submission(CHAPTER, first_wrong))
@@ -159,22 +162,26 @@ def graded(tmp_path_factory):
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         for student in STUDENTS:
-            for chapter in CHAPTERS:
-                try:
-                    nb = gb.find_submission_notebook(chapter, chapter, student)
-                except Exception:  # not submitted or not graded
-                    continue
-                scores[student, chapter] = {g.name: (g.score, g.max_score) for g in nb.grades}
+            scores[student, CHAPTER] = gradebook_scores(gb, student, CHAPTER)
     yield root, result, scores
+
+
+def gradebook_scores(gb, student: str, chapter: str) -> dict[str, tuple[float, float]]:
+    """grade id → (score, max score) of a student's graded submission of a chapter ({} if there is none)."""
+    try:
+        nb = gb.find_submission_notebook(chapter, chapter, student)
+    except Exception:  # noqa: BLE001 - not submitted or not graded
+        return {}
+    return {g.name: (g.score, g.max_score) for g in nb.grades}
 
 
 def test_autograde_reports_every_submission_and_survives_a_corrupt_one(graded):
     _, result, scores = graded
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
-    assert f"{len(STUDENTS) + 2 * (len(CHAPTERS) - 1)} graded, 0 failed" in out, out
+    assert f"{len(STUDENTS)} graded, 0 failed" in out, out
     assert "corrupt_file" in out and "not valid JSON" in out, out
-    assert {(student, CHAPTER) for student in STUDENTS} <= set(scores)
+    assert all(scores[student, CHAPTER] for student in STUDENTS), scores
     assert all(score == 0 for score, _ in scores["corrupt_file", CHAPTER].values())
 
 
@@ -300,22 +307,6 @@ def test_a_cell_that_swallows_the_interrupt_is_stopped_and_the_rest_is_graded(gr
     assert got["sgd_hidden"][0] == got["sgd_hidden"][1] > 0, got
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_solution_gets_full_marks(graded, chapter):
-    _, _, scores = graded
-    got = scores["full_marks", chapter]
-    lost = {k: v for k, v in got.items() if v[0] != v[1]}
-    assert got and not lost, f"{chapter}: points lost by the reference answers: {lost}"
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_blank_release_of_every_chapter_gets_zero(graded, chapter):
-    _, _, scores = graded
-    got = scores["blank", chapter]
-    autograded = {k: v for k, v in got.items() if not k.endswith("_answer")}
-    assert autograded and all(score == 0 for score, _ in autograded.values()), autograded
-
-
 def test_stderr_noise_does_not_cost_points(graded):
     _, _, scores = graded
     lost = {k: v for k, v in scores["noisy", CHAPTER].items() if v[0] != v[1]}
@@ -355,9 +346,8 @@ def test_feedback_hides_hidden_tests_and_grades_export(graded):
     assert result.returncode == 0, result.stdout + result.stderr
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
     possible = rows["(points possible)"]
-    for chapter in CHAPTERS:
-        assert float(rows["full_marks"][f"{chapter}/total"]) == float(possible[f"{chapter}/total"]) > 0
-    assert float(rows["full_marks"]["total"]) == sum(float(possible[f"{ch}/total"]) for ch in CHAPTERS)
+    assert float(rows["full_marks"][f"{CHAPTER}/total"]) == float(possible[f"{CHAPTER}/total"]) > 0
+    assert float(rows["full_marks"]["total"]) == float(possible[f"{CHAPTER}/total"])
     assert float(rows["blank"]["total"]) == 0
     assert float(rows["full_marks"][f"{CHAPTER}/softmax"]) == float(possible[f"{CHAPTER}/softmax"]) > 0
     assert rows["tamperer"]["01_seq2seq_attention/total"] == ""  # not submitted: blank, not 0
