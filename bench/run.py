@@ -13,6 +13,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,16 +22,34 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results"
+RUN_LOG = "DLCOURSE_RUN_LOG"  # dlcourse.training.RUN_LOG: where training runs record themselves
 
 
-def notebook_seconds(path: Path, fast: bool) -> float:
+def notebook_seconds(path: Path, fast: bool, run_log: Path | None = None) -> float:
+    """Wall time of executing the notebook top to bottom; its training runs go to ``run_log`` when given."""
     nb = nbformat.read(path, as_version=4)
     os.environ["DLCOURSE_FAST"] = "1" if fast else "0"
+    os.environ.pop(RUN_LOG, None)
+    if run_log is not None:
+        os.environ[RUN_LOG] = str(run_log)  # the kernel inherits this process's environment
     start = time.perf_counter()
-    client = NotebookClient(nb, timeout=1200, kernel_name="dlcourse",
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+    try:
+        client = NotebookClient(nb, timeout=1200, kernel_name="dlcourse",
+                                resources={"metadata": {"path": str(path.parent)}})
+        client.execute()
+    finally:
+        os.environ.pop(RUN_LOG, None)
     return time.perf_counter() - start
+
+
+def full_mode_run(path: Path) -> tuple[float, dict[str, dict]]:
+    """The notebook in full mode: (wall time, {"<chapter> · <demo>": steps, seconds, throughput, metric}) for
+    every training demo it runs (each one records itself with :func:`dlcourse.training.record_run`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "runs.jsonl"
+        seconds = notebook_seconds(path, fast=False, run_log=log)
+        runs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return seconds, {f"{path.stem} · {run.pop('run')}": run for run in runs}
 
 
 def grading_seconds(chapter: str) -> dict[str, float]:
@@ -325,17 +344,32 @@ def main() -> int:
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%d"),
     }
-    only = sys.argv[1:]  # e.g. `bench/run.py grading` runs only the grading benchmark
+    # `bench/run.py grading` runs only the grading benchmark; `bench/run.py training [chapter ...]` only the
+    # full-mode runs with their training demos (of the chapters named, or of all)
+    only = sys.argv[1:2]
+    chosen = set(sys.argv[2:]) if only == ["training"] else set()
+    training_runs: dict[str, dict] = {}
     for path in sorted((ROOT / "solutions").glob("*/*.ipynb")):
+        if chosen and path.parent.name not in chosen:
+            continue
         if not only or "grading" in only:
             results.update(grading_seconds(path.parent.name))
             print(json.dumps(results, indent=2), flush=True)
-        if only:
+        if only and only != ["training"]:
             continue
-        for fast in (True, False):
-            key = f"{path.stem} notebook, {'FAST' if fast else 'full'} mode, s"
-            results[key] = round(notebook_seconds(path, fast), 1)
+        if not only:
+            key = f"{path.stem} notebook, FAST mode, s"
+            results[key] = round(notebook_seconds(path, True), 1)
             print(f"{key}: {results[key]}", flush=True)
+        key = f"{path.stem} notebook, full mode, s"
+        seconds, runs = full_mode_run(path)
+        results[key] = round(seconds, 1)
+        training_runs.update(runs)
+        print(f"{key}: {results[key]}", flush=True)
+        for name, run in runs.items():
+            print(f"  {name}: {json.dumps(run)}", flush=True)
+    if training_runs:
+        results["training demos (full mode)"] = training_runs
     if not only:
         results.update(widget_ms())
         results.update(sampling_explorer_ms())
@@ -345,7 +379,7 @@ def main() -> int:
         results.update(bert_widgets_ms())
         results.update(sparse_attention_costs())
     OUT.mkdir(parents=True, exist_ok=True)
-    target = OUT / ("latest.json" if not only else f"latest-{'-'.join(only)}.json")
+    target = OUT / ("latest.json" if not only else f"latest-{only[0]}.json")
     target.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     print(f"written to {target.relative_to(ROOT)}")

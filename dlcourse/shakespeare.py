@@ -152,6 +152,16 @@ class CharCorpus:
         window = torch.stack([data[s: s + block_size + 1] for s in starts.tolist()])
         return window[:, :-1], window[:, 1:]
 
+    def windows(self, split_name: str, length: int) -> torch.Tensor:
+        """The whole split cut into consecutive, non-overlapping windows: (N, length), the tail dropped.
+
+        Scoring every window scores (almost) every character once: the held-out loss of the whole text,
+        not of a random sample of it.
+        """
+        data = self.train if split_name == "train" else self.val
+        n = len(data) // length
+        return data[: n * length].view(n, length)
+
 
 @cache
 def char_corpus() -> CharCorpus:

@@ -6,7 +6,9 @@ that a notebook can check the target it states.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -89,15 +91,25 @@ def train(
     title: str = "training",
     metric_name: str = "eval",
     live_plot: bool = True,
+    clip_grad_norm: float | None = None,
+    items_per_step: int | None = None,
+    item_name: str = "tokens",
+    final_evaluate: Callable[[torch.nn.Module], float] | None = None,
 ) -> History:
     """Run ``steps`` optimisation steps (and ``scheduler.step()`` after each, when given).
 
     ``step_loss(model, batch)`` returns a scalar loss for one batch drawn from ``batches`` (an iterator
     that is cycled through as long as needed). ``evaluate(model)`` returns a metric; it runs every
-    ``eval_every`` steps and at the end, in ``eval`` mode and without gradients.
+    ``eval_every`` steps and at the end, in ``eval`` mode and without gradients. ``clip_grad_norm`` rescales
+    the gradients whenever their global norm exceeds it. ``items_per_step`` (``item_name``: tokens, examples)
+    only goes into the run's record (:func:`record_run`), for the throughput. ``final_evaluate`` (a thorough
+    evaluation, e.g. on a whole held-out text, too slow to run often) replaces ``evaluate`` after the last step;
+    it runs after the clock stops, so ``History.seconds`` is the training time.
     """
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
+    if clip_grad_norm is not None and not clip_grad_norm > 0:
+        raise ValueError(f"clip_grad_norm must be positive, got {clip_grad_norm}")
     history = History()
     plot = LiveLossPlot(title, metric_name) if live_plot else None
     start = time.perf_counter()
@@ -109,11 +121,14 @@ def train(
             raise FloatingPointError(f"loss became {loss.item()} at step {step}; lower the learning rate?")
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if clip_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
         optimizer.step()
         if scheduler is not None:
             scheduler.step()
         history.loss.append(loss.item())
-        if evaluate is not None and (step % eval_every == 0 or step == steps):
+        last = step == steps
+        if evaluate is not None and (last and final_evaluate is None or not last and step % eval_every == 0):
             model.eval()
             with torch.no_grad():
                 history.evals.append((step, float(evaluate(model))))
@@ -122,7 +137,36 @@ def train(
             plot.update(history)
     bar.close()
     history.seconds = time.perf_counter() - start
+    if final_evaluate is not None:
+        model.eval()
+        with torch.no_grad():
+            history.evals.append((steps, float(final_evaluate(model))))
+        if plot is not None:
+            plot.update(history)
+    record_run(title, steps=steps, seconds=history.seconds, metric_name=metric_name, metric=history.last_eval,
+               items=None if items_per_step is None else items_per_step * steps, item_name=item_name)
     return history
+
+
+RUN_LOG = "DLCOURSE_RUN_LOG"
+
+
+def record_run(name: str, *, steps: int, seconds: float, metric_name: str, metric: float,
+               items: int | None = None, item_name: str = "tokens") -> None:
+    """Append one training run to the JSON-lines file named by ``$DLCOURSE_RUN_LOG`` (nothing when unset).
+
+    ``make bench`` runs each chapter in full mode with it set and reports every training demo: steps,
+    wall time, throughput (``items`` over the run, e.g. tokens or examples) and the metric reached.
+    """
+    path = os.environ.get(RUN_LOG)
+    if not path:
+        return
+    entry = {"run": name, "steps": steps, "seconds": round(seconds, 2), "metric": metric_name,
+             "value": None if math.isnan(metric) else round(float(metric), 5)}
+    if items is not None:
+        entry[f"{item_name}_per_s"] = round(items / seconds, 1) if seconds > 0 else None
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(json.dumps(entry) + "\n")
 
 
 def minibatches(*tensors: torch.Tensor, batch_size: int, seed: int = 0) -> Iterator[tuple[torch.Tensor, ...]]:

@@ -19,6 +19,9 @@ def test_corpus_is_the_measured_text_split_by_whole_plays():
     assert corpus.tokenizer.decode(corpus.val[:500]) == val[:500]
     x, y = corpus.batch("train", 4, 16, torch.Generator().manual_seed(0))
     assert x.shape == y.shape == (4, 16) and torch.equal(x[:, 1:], y[:, :-1])
+    windows = corpus.windows("val", 64)  # the whole held-out text, in order, each character once
+    assert windows.shape == (len(val) // 64, 64)
+    assert corpus.tokenizer.decode(windows.flatten()) == val[: windows.numel()]
 
 
 def test_char_tokenizer_refuses_unknown_characters():

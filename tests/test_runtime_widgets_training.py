@@ -1,6 +1,8 @@
 """Unit tests of runtime, data, training, widgets and assets."""
 
+import json
 import math
+import time
 
 import pytest
 import torch
@@ -89,6 +91,38 @@ def test_training_stops_on_a_non_finite_loss():
     with pytest.raises(FloatingPointError, match="lower the learning rate"):
         training.train(model, lambda m, b: m(b[0]).sum() * math.inf, training.minibatches(torch.ones(4, 1),
                        batch_size=2), torch.optim.SGD(model.parameters(), lr=0.1), steps=3, live_plot=False)
+
+
+def test_a_final_evaluation_replaces_the_last_one_and_is_not_timed():
+    seen = []
+    model = torch.nn.Linear(1, 1)
+    hist = training.train(model, lambda m, b: m(b[0]).pow(2).sum(), iter(lambda: (torch.ones(2, 1),), None),
+                          torch.optim.SGD(model.parameters(), lr=0.1), steps=4, eval_every=2, live_plot=False,
+                          evaluate=lambda m: seen.append("quick") or 1.0,
+                          final_evaluate=lambda m: (seen.append("thorough"), time.sleep(0.3))[0] or 0.5)
+    assert seen == ["quick", "thorough"] and hist.evals == [(2, 1.0), (4, 0.5)] and hist.last_eval == 0.5
+    assert hist.seconds < 0.3
+
+
+def test_clipping_bounds_the_update_and_the_run_is_recorded(tmp_path, monkeypatch):
+    """With clip_grad_norm=c, one SGD step of lr 1 moves the weights by at most c (by exactly c when the
+    gradient is larger); the run lands in $DLCOURSE_RUN_LOG with its throughput."""
+    log = tmp_path / "runs.jsonl"
+    monkeypatch.setenv(training.RUN_LOG, str(log))
+    for clip, expected in ((0.5, 0.5), (None, 1000 * math.sqrt(2))):
+        model = torch.nn.Linear(2, 1, bias=False)
+        before = model.weight.detach().clone()
+        training.train(model, lambda m, b: 1000 * m(b[0]).sum(), iter(lambda: (torch.ones(1, 2),), None),
+                       torch.optim.SGD(model.parameters(), lr=1.0), steps=1, live_plot=False, clip_grad_norm=clip,
+                       items_per_step=10, title=f"clip {clip}", evaluate=lambda m: 0.25)
+        moved = (model.weight.detach() - before).norm().item()
+        assert moved == pytest.approx(expected, rel=1e-5), (clip, moved)
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["run"] for r in runs] == ["clip 0.5", "clip None"]
+    assert runs[0]["steps"] == 1 and runs[0]["value"] == 0.25 and runs[0]["tokens_per_s"] > 0
+    with pytest.raises(ValueError, match="clip_grad_norm"):
+        training.train(model, lambda m, b: m(b[0]).sum(), iter(lambda: (torch.ones(1, 2),), None),
+                       torch.optim.SGD(model.parameters(), lr=1.0), steps=1, live_plot=False, clip_grad_norm=0)
 
 
 def test_temperature_state_limits():
