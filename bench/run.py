@@ -49,7 +49,13 @@ def full_mode_run(path: Path) -> tuple[float, dict[str, dict]]:
         log = Path(tmp) / "runs.jsonl"
         seconds = notebook_seconds(path, fast=False, run_log=log)
         runs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return seconds, {f"{path.stem} · {run.pop('run')}": run for run in runs}
+    named: dict[str, dict] = {}
+    for run in runs:  # a demo that trains the same way twice (e.g. two seeds) gets "#2", "#3", ...
+        name, n = f"{path.stem} · {run.pop('run')}", 1
+        while (f"{name} #{n}" if n > 1 else name) in named:
+            n += 1
+        named[f"{name} #{n}" if n > 1 else name] = run
+    return seconds, named
 
 
 def grading_seconds(chapter: str) -> dict[str, float]:

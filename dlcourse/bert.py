@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from dlcourse import shakespeare
+from dlcourse import shakespeare, training
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4 in every vocabulary the chapter trains
 PAD, UNK, CLS, SEP, MASK = range(5)
@@ -233,6 +233,9 @@ def pretrain(model: nn.Module, data: PairData, mask_tokens: Callable, vocab_size
         run.steps += 1
     run.seconds = time.perf_counter() - start
     model.eval()
+    training.record_run(f"BERT pre-training, {'MLM + NSP' if nsp_weight else 'MLM only'}", steps=run.steps,
+                        seconds=run.seconds, items=run.steps * batch_size, item_name="pairs",
+                        metric_name="training loss, last 50 steps", metric=training.recent_mean(run.loss))
     return run
 
 
@@ -333,7 +336,12 @@ def fit(model: nn.Module, inputs: dict[str, torch.Tensor], labels: torch.Tensor,
         loss.backward()
         opt.step()
     seconds_used = time.perf_counter() - start
-    return FitResult(accuracy(model, *test), steps, seconds_used)
+    result = FitResult(accuracy(model, *test), steps, seconds_used)
+    trained = sum(p.numel() for p in params)
+    training.record_run(f"genre classifier, {trained:,} trained parameters", steps=steps, seconds=seconds_used,
+                        items=steps * batch_size, item_name="passages", metric_name="held-out accuracy",
+                        metric=result.accuracy)
+    return result
 
 
 @torch.no_grad()

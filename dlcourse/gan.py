@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn as nn
 
+from dlcourse import training
+
 # ------------------------------------------------------------------------------------------------ data
 
 
@@ -192,6 +194,9 @@ def train_gan(
             snapshot(t)
     snapshot(steps)
     run.seconds = time.perf_counter() - start
+    training.record_run(f"GAN, {kind} generator loss", steps=steps, seconds=run.seconds, items=steps * batch_size,
+                        item_name="samples", metric_name="generator loss, last 50 steps",
+                        metric=training.recent_mean(run.g_loss))
     return run
 
 

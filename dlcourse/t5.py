@@ -28,6 +28,8 @@ from functools import cache
 import torch
 import torch.nn as nn
 
+from dlcourse import training
+
 PAD, EOS, UNK, MASK = 0, 1, 2, 3
 SPECIALS = ["<pad>", "</s>", "<unk>", "<M>"]
 N_SENTINELS = 32
@@ -439,6 +441,9 @@ def train(model: nn.Module, next_batch: Callable[[int], Batch], loss_fn: Callabl
             bar.set_postfix(loss=f"{run.loss[-1]:.3f}")
     run.steps, run.seconds = steps, time.perf_counter() - start
     model.eval()
+    training.record_run("T5 training", steps=steps, seconds=run.seconds, items=run.target_tokens,
+                        item_name="target tokens", metric_name="training loss, last 50 steps",
+                        metric=training.recent_mean(run.loss))
     return run
 
 

@@ -151,6 +151,12 @@ def train(
 RUN_LOG = "DLCOURSE_RUN_LOG"
 
 
+def recent_mean(values: list[float], n: int = 50) -> float:
+    """The mean of the last ``n`` values (the training loss a run ended at, less noisy than the last step)."""
+    tail = values[-n:]
+    return sum(tail) / len(tail) if tail else math.nan
+
+
 def record_run(name: str, *, steps: int, seconds: float, metric_name: str, metric: float,
                items: int | None = None, item_name: str = "tokens") -> None:
     """Append one training run to the JSON-lines file named by ``$DLCOURSE_RUN_LOG`` (nothing when unset).

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 
 import nbformat
 import pytest
 from conftest import ROOT
 
-from dlcourse import training
-
-pytestmark = pytest.mark.notebook
+from dlcourse import training, vae, vision
 
 
 def _bench():
@@ -21,19 +20,39 @@ def _bench():
     return module
 
 
+@pytest.mark.notebook
 def test_a_full_mode_run_returns_the_training_runs_of_its_notebook(tmp_path):
     bench = _bench()
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "from dlcourse import runtime, training\n"
         "assert not runtime.is_fast()\n"
         "training.record_run('toy', steps=4, seconds=2.0, metric_name='accuracy', metric=0.75, items=40)\n"
-        "training.record_run('toy, no eval', steps=1, seconds=1.0, metric_name='accuracy', metric=float('nan'))")])
+        "training.record_run('toy, no eval', steps=1, seconds=1.0, metric_name='accuracy', metric=float('nan'))\n"
+        "training.record_run('toy', steps=2, seconds=1.0, metric_name='accuracy', metric=0.5)")])
     path = tmp_path / "99_toy.ipynb"
     nbformat.write(nb, path)
     seconds, runs = bench.full_mode_run(path)
     assert seconds > 0
     assert runs == {
         "99_toy · toy": {"steps": 4, "seconds": 2.0, "metric": "accuracy", "value": 0.75, "tokens_per_s": 20.0},
-        "99_toy · toy, no eval": {"steps": 1, "seconds": 1.0, "metric": "accuracy", "value": None}}
+        "99_toy · toy, no eval": {"steps": 1, "seconds": 1.0, "metric": "accuracy", "value": None},
+        "99_toy · toy #2": {"steps": 2, "seconds": 1.0, "metric": "accuracy", "value": 0.5}}
     assert bench.RUN_LOG == training.RUN_LOG
     assert bench.RUN_LOG not in os.environ  # later notebooks of the benchmark do not record into a stale file
+
+
+def test_the_course_training_loops_record_their_runs(tmp_path, monkeypatch):
+    """Chapters 03 and 05-08 train with loops of the package; each records steps, time, throughput, result."""
+    import torch
+
+    log = tmp_path / "runs.jsonl"
+    monkeypatch.setenv(training.RUN_LOG, str(log))
+    torch.manual_seed(0)
+    x = torch.rand(32, 6)
+    vae.train_autoencoder(vae.Autoencoder(2, data_dim=6, hidden=(4,)), x, steps=3, batch_size=8)
+    labels = (x[:, 0] > 0.5).long()
+    vision.fit_for(torch.nn.Linear(6, 2), x, labels, seconds=60, max_steps=4, test=(x, labels), batch_size=8)
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["run"] for r in runs] == ["Autoencoder", "Linear, 14 parameters"], runs
+    assert runs[0]["steps"] == 3 and runs[0]["images_per_s"] > 0 and runs[0]["value"] > 0
+    assert runs[1]["steps"] == 4 and runs[1]["metric"] == "held-out accuracy" and 0 <= runs[1]["value"] <= 1
