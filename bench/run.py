@@ -28,17 +28,22 @@ RUN_LOG = "DLCOURSE_RUN_LOG"  # dlcourse.training.RUN_LOG: where training runs r
 def notebook_seconds(path: Path, fast: bool, run_log: Path | None = None) -> float:
     """Wall time of executing the notebook top to bottom; its training runs go to ``run_log`` when given."""
     nb = nbformat.read(path, as_version=4)
-    os.environ["DLCOURSE_FAST"] = "1" if fast else "0"
+    before = {name: os.environ.get(name) for name in ("DLCOURSE_FAST", RUN_LOG)}
+    os.environ["DLCOURSE_FAST"] = "1" if fast else "0"  # the kernel inherits this process's environment
     os.environ.pop(RUN_LOG, None)
     if run_log is not None:
-        os.environ[RUN_LOG] = str(run_log)  # the kernel inherits this process's environment
+        os.environ[RUN_LOG] = str(run_log)
     start = time.perf_counter()
     try:
         client = NotebookClient(nb, timeout=1200, kernel_name="dlcourse",
                                 resources={"metadata": {"path": str(path.parent)}})
         client.execute()
-    finally:
-        os.environ.pop(RUN_LOG, None)
+    finally:  # leave the environment as it was: a caller (a test) goes on in this process
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return time.perf_counter() - start
 
 

@@ -31,6 +31,8 @@ def test_a_full_mode_run_returns_the_training_runs_of_its_notebook(tmp_path):
         "training.record_run('toy', steps=2, seconds=1.0, metric_name='accuracy', metric=0.5)")])
     path = tmp_path / "99_toy.ipynb"
     nbformat.write(nb, path)
+    os.environ.pop(training.RUN_LOG, None)
+    was = os.environ.get("DLCOURSE_FAST")
     seconds, runs = bench.full_mode_run(path)
     assert seconds > 0
     assert runs == {
@@ -38,7 +40,9 @@ def test_a_full_mode_run_returns_the_training_runs_of_its_notebook(tmp_path):
         "99_toy · toy, no eval": {"steps": 1, "seconds": 1.0, "metric": "accuracy", "value": None},
         "99_toy · toy #2": {"steps": 2, "seconds": 1.0, "metric": "accuracy", "value": 0.5}}
     assert bench.RUN_LOG == training.RUN_LOG
-    assert bench.RUN_LOG not in os.environ  # later notebooks of the benchmark do not record into a stale file
+    # the environment is as it was: later notebooks of the benchmark do not record into a stale file, and later
+    # tests in this process do not inherit full mode
+    assert bench.RUN_LOG not in os.environ and os.environ.get("DLCOURSE_FAST") == was
 
 
 def test_the_course_training_loops_record_their_runs(tmp_path, monkeypatch):
