@@ -45,11 +45,22 @@ def test_allocation_limit_travels_to_the_kernel_as_data():
 
 
 def test_peak_memory_sees_a_temporary_that_was_freed():
-    peak = sparse.peak_memory(lambda: float(torch.ones(4096, 4096).sum()))  # 64 MiB, gone on return
-    assert peak.value == 4096.0 * 4096
-    if peak.bytes is None:
-        pytest.skip(peak.how)
-    assert 60 * 2**20 <= peak.bytes <= 100 * 2**20, peak
+    """Measured in a fresh process: in a test worker, memory that earlier tests freed may still be resident
+    and serve the temporary without raising the high-water mark (seen once: 0 bytes)."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, torch\nfrom dlcourse import sparse\n"
+            "p = sparse.peak_memory(lambda: float(torch.ones(4096, 4096).sum()))  # 64 MiB, gone on return\n"
+            "print(json.dumps([p.value, p.bytes, p.how]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    value, measured, how = json.loads(done.stdout.strip().splitlines()[-1])
+    assert value == 4096.0 * 4096
+    if measured is None:
+        pytest.skip(how)
+    assert 60 * 2**20 <= measured <= 100 * 2**20, (measured, how)
 
 
 def test_band_layout_round_trip_and_edges():
