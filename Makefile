@@ -25,6 +25,11 @@ setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader exten
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  echo "installing bubblewrap (the autograder's sandbox)" && apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
 	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; } || true
+	@command -v chromium >/dev/null || [ ! -d tests ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  echo "installing Debian's chromium (the browser tests drive JupyterLab in it)" && \
+	  { apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }; }; } || \
+	  echo "no chromium: the browser tests will be skipped (apt-get install chromium, as root, to run them)"
 	@if [ -f autograder/sandbox.py ]; then $(PY) autograder/sandbox.py check || true; fi
 	@echo "setup complete: run 'make test' to check everything, 'make lab' to start"
 
@@ -82,8 +87,9 @@ bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (n
 html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy
 	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast)
 
-bench: instructor-only setup ## benchmarks; results go to bench/results/ (grading a class: bench/grading.py, long)
+bench: instructor-only setup ## benchmarks; results go to bench/results/ (widgets in a browser: bench/browser.py; grading a class: bench/grading.py, long)
 	$(PY) bench/run.py
+	$(PY) bench/browser.py
 	$(PY) bench/grading.py
 
 # Chapters whose notebooks train what data/ ships (a checkpoint, or chapter 10's schedule runs), saved only

@@ -71,3 +71,16 @@ def code_cells(path: Path) -> list[nbformat.NotebookNode]:
 
 def grade_id(cell: nbformat.NotebookNode) -> str | None:
     return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def reference_answers(chapter: str) -> dict[str, str]:
+    """grade_id → the solution's answer as a student would type it (the solution without its markers)."""
+    (solution,) = sorted((ROOT / "solutions" / chapter).glob("*.ipynb"))
+    out = {}
+    for cell in nbformat.read(solution, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            out[meta["grade_id"]] = "\n".join(
+                line for line in cell.source.splitlines()
+                if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+    return out

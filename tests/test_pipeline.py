@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import CHAPTERS, ROOT, solution_notebook
+from kernel import reference_answers
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("pipeline")]
 
@@ -36,17 +37,7 @@ def _mutants(chapter):
     return load_mutants(chapter)
 
 
-def answers_from_solution(chapter: str) -> dict[str, str]:
-    """grade_id → answer source as a student would type it (the solution without its markers)."""
-    nb = nbformat.read(solution_notebook(chapter), as_version=4)
-    out = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            lines = [ln for ln in cell.source.splitlines() if "### BEGIN SOLUTION" not in ln
-                     and "### END SOLUTION" not in ln]
-            out[meta["grade_id"]] = "\n".join(lines)
-    return out
+answers_from_solution = reference_answers
 
 
 def solution_regions(chapter: str) -> list[list[str]]:

@@ -1,0 +1,120 @@
+"""Widget latency in a real browser: input → new picture on screen, for every control of every widget.
+
+Each chapter's student notebook (reference answers typed in) runs in JupyterLab in headless Chromium in FAST
+mode; then every control is changed ``--repeats`` times (a slider a step, a dropdown to another option and
+back, a text box a character shorter and back) and the time from the input event to the new picture decoded
+and painted is recorded. The budget is 150 ms for widgets driven by the course's own models; a control that
+only acts when a button is pressed (a sampler's seed: the time is then a whole generation) and runs with a
+downloaded model (SmolLM2) are reported but not held to it.
+
+    .venv/bin/python bench/browser.py [CHAPTER ...] [--repeats 6] [--label before]
+
+Results: bench/results/latest-browser.json (and ``browser-<label>.json`` with ``--label``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from browser import Lab, NotebookPage, filled_notebook, launch, unavailable  # noqa: E402
+
+BUDGET_MS = 150.0
+OUT = ROOT / "bench" / "results"
+
+
+def chapters() -> list[str]:
+    return sorted(p.name for p in (ROOT / "course").iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+
+
+def held_to_budget(text: str, on_demand: bool) -> bool:
+    """Whether a change counts against the budget: not a generation started by a button, not SmolLM2."""
+    return not on_demand and "SmolLM2" not in text
+
+
+def measure(chapter_list: list[str], repeats: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    results: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "notebooks"
+        root.mkdir()
+        for chapter in chapter_list:
+            filled_notebook(chapter, root)
+        with Lab(root, env={"DLCOURSE_FAST": "1"}) as lab, sync_playwright() as p:
+            browser = launch(p)
+            for chapter in chapter_list:
+                page = NotebookPage(browser, lab, f"{chapter}/{chapter}.ipynb")
+                try:
+                    report = page.run_all(timeout_s=900)
+                    if report.errors:
+                        results[chapter] = {"error": report.errors}
+                        continue
+                    rows = []
+                    for v, view in enumerate(page.views()):
+                        for c, control in enumerate(view["controls"]):
+                            demand = page.is_on_demand(v, c)
+                            changes = [page.change(v, c) for _ in range(repeats)]
+                            ms = [round(x.latency_ms, 1) for x in changes if x.responded]
+                            held = [round(x.latency_ms, 1) for x in changes
+                                    if x.responded and held_to_budget(x.output_text, demand)]
+                            rows.append({
+                                "view": view["title"], "control": control, "samples_ms": ms,
+                                "missed": repeats - len(ms),
+                                "median_ms": statistics.median(ms) if ms else None,
+                                "median_in_budget_ms": statistics.median(held) if held else None,
+                                "exempt": "on demand (a generation)" if demand else "SmolLM2" if ms and not held
+                                else ""})
+                    results[chapter] = {"run_all_s": round(report.seconds, 1), "controls": rows}
+                    print(f"{chapter}: {len(rows)} controls measured", flush=True)
+                finally:
+                    page.close()
+            browser.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("chapters", nargs="*")
+    parser.add_argument("--repeats", type=int, default=6, help="changes per control (even: dropdowns and text "
+                        "boxes end where they started)")
+    parser.add_argument("--label", default="", help="also write bench/results/browser-<label>.json")
+    args = parser.parse_args(argv)
+    reason = unavailable()
+    if reason:
+        print(f"browser latency skipped: {reason}")
+        return 0
+    start = time.time()
+    results = measure(args.chapters or chapters(), args.repeats)
+    over = []
+    for chapter, result in results.items():
+        print(chapter, f"(Run All {result.get('run_all_s')} s)" if "controls" in result else result)
+        for row in result.get("controls", []):
+            median = row["median_in_budget_ms"]
+            flag = "  OVER" if median is not None and median > BUDGET_MS else ""
+            if flag:
+                over.append(f"{chapter} · {row['view']} · {row['control']}: {median:.0f} ms")
+            shown = f"{median:7.0f}" if median is not None else f"{row['median_ms'] or float('nan'):7.0f}"
+            print(f"  {row['view'][:44]:44} {row['control'][:26]:26} {shown} ms  {row['exempt']}{flag}")
+    payload = {"machine": platform.node(), "processor": platform.processor() or platform.machine(),
+               "date": time.strftime("%Y-%m-%d %H:%M"), "budget_ms": BUDGET_MS, "repeats": args.repeats,
+               "seconds": round(time.time() - start), "over_budget": over, "chapters": results}
+    OUT.mkdir(exist_ok=True)
+    names = ["latest-browser.json"] + ([f"browser-{args.label}.json"] if args.label else [])
+    for name in names:
+        (OUT / name).write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+    print(f"{len(over)} controls over the {BUDGET_MS:.0f}-ms budget" + (":\n  " + "\n  ".join(over) if over else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

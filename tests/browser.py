@@ -1,0 +1,448 @@
+"""Drive the course's notebooks in a real browser: JupyterLab on a localhost port, Debian's Chromium through
+the ``playwright`` package (no browser download), the student-facing notebook with answers filled in.
+
+:class:`Lab` serves a folder; :class:`NotebookPage` opens a notebook, runs every cell and waits for each cell's
+own execution state (not the status bar), then finds every interactive widget, changes each of its controls
+and times how long the new picture takes to appear (:meth:`NotebookPage.change`). The browser tests
+(``tests/test_browser.py``) and the latency benchmark (``bench/browser.py``) are both built on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernel import reference_answers
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / ".venv" / "bin"
+
+
+def chromium() -> str | None:
+    """Path of the system Chromium (Debian's ``chromium`` package), or None."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def unavailable() -> str | None:
+    """Why the browser tests cannot run here, or None when they can."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (make setup installs it from requirements.txt)"
+    if chromium() is None:
+        return ("no Chromium on this machine: `make setup` installs Debian's chromium when run as root with apt; "
+                "elsewhere install it (apt-get install chromium) and run the tests again")
+    return None
+
+
+def filled_notebook(chapter: str, folder: Path, answers: dict[str, str] | None = None) -> Path:
+    """The released notebook of ``chapter`` with every answer cell holding the reference answer (or
+    ``answers``), written under ``folder/chapter/`` beside a copy of the chapter's released files."""
+    import nbformat
+
+    source = ROOT / "course" / chapter
+    target = folder / chapter
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    (release,) = sorted(source.glob("*.ipynb"))
+    nb = nbformat.read(release, as_version=4)
+    if answers is None:
+        answers = reference_answers(chapter)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell.source = answers[gid]
+    path = target / release.name
+    nbformat.write(nb, path)
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """JupyterLab serving ``root`` on a free localhost port with a random token; a context manager.
+
+    Every cell of a notebook stays in the page (``windowingMode: none``), so widgets below the fold render too;
+    ``window.jupyterapp`` is exposed so tests can read each cell's model. ``env`` adds to the kernel's
+    environment (the kernel inherits the server's)."""
+
+    def __init__(self, root: Path, env: dict[str, str] | None = None, log: Path | None = None) -> None:
+        self.root = Path(root)
+        self.port = _free_port()
+        self.token = secrets.token_hex(16)
+        state = self.root.parent / f".lab-state-{self.port}"
+        settings = state / "settings" / "@jupyterlab" / "notebook-extension"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+        self.log_path = log or state / "lab.log"
+        self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in close())
+        server_env = dict(os.environ, **(env or {}))
+        server_env["PATH"] = f"{BIN}:{server_env.get('PATH', '')}"
+        self.process = subprocess.Popen(
+            [str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={self.port}",
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+             "--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={state / 'settings'}",
+             f"--LabApp.workspaces_dir={state / 'workspaces'}"],
+            env=server_env, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.root)
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.base}/api/status?token={self.token}", timeout=5)
+                break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.close()
+                    log = self.log_path.read_text()[-3000:]
+                    raise RuntimeError(f"JupyterLab did not start; its log:\n{log}") from None
+                time.sleep(0.3)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, relative: str) -> str:
+        """The Lab page that opens ``relative`` (a path under ``root``), with a fresh workspace."""
+        return f"{self.base}/lab/tree/{relative}?reset&token={self.token}"
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+    def __enter__(self) -> Lab:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# Page-side helpers, installed once per page. A "view" is a widget with controls above an output area (the
+# course's InteractiveView, and any composite built the same way): the output is `.widget-output`, the controls
+# are the view's other inputs.
+_PAGE_JS = r"""
+() => {
+  const D = window.__dlcourse = {};
+  D.notebook = () => window.jupyterapp.shell.currentWidget;
+  D.codeCells = () => D.notebook().content.widgets.filter(c => c.model.type === 'code');
+  D.cellStates = () => D.codeCells().map((c, i) => ({
+    index: i, state: c.model.executionState, count: c.model.executionCount,
+    errors: c.model.outputs.toJSON().filter(o => o.output_type === 'error')
+             .map(o => o.ename + ': ' + o.evalue),
+    source: c.model.sharedModel.getSource().slice(0, 80)}));
+  D.views = () => Array.from(new Set(
+      Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell .widget-output'))
+        .filter(out => !out.parentElement.closest('.widget-output'))
+        .map(out => out.parentElement)))
+    .filter(view => D.controls(view).length > 0);
+  D.outputs = view => Array.from(view.querySelectorAll(':scope > .widget-output'));
+  D.controls = view => Array.from(view.querySelectorAll(
+        '.noUi-handle, select, .widget-toggle-button, input[type=text], input[type=number], textarea, ' +
+        'input[type=checkbox]'))
+      .filter(el => !D.outputs(view).some(out => out.contains(el)))
+      .filter(el => !el.disabled && !el.closest('[disabled], .mod-disabled'));  // greyed out: nothing to try
+  D.onDemand = el => !!el.closest('.dlcourse-on-demand');
+  D.kernelIdle = () => D.notebook().sessionContext.session.kernel.status === 'idle';
+  D.describe = view => {
+    const cell = view.closest('.jp-Cell');
+    const cells = Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell'));
+    const title = view.querySelector(':scope > .widget-html b');
+    return {cell: cells.indexOf(cell), title: title ? title.textContent.trim() : '',
+            controls: D.controls(view).map(D.label)};
+  };
+  D.label = el => {
+    if (el.classList.contains('widget-toggle-button')) {
+      const group = el.closest('.widget-toggle-buttons');
+      const label = group && group.querySelector('.widget-label');
+      return (label ? label.textContent.trim() + ': ' : '') + el.textContent.trim();
+    }
+    const box = el.closest('.widget-inline-hbox, .widget-toggle-buttons, .widget-checkbox');
+    const label = box && box.querySelector('.widget-label, .widget-label-basic');
+    const name = label && label.textContent.trim();
+    return (name || el.getAttribute('aria-label') || el.tagName.toLowerCase());
+  };
+  // what the view shows: its output areas' markup (images, bar heights and text included)
+  // (inside the output area: a clear_output(wait=True) sets and resets the area's own height meanwhile)
+  D.snapshot = view => D.outputs(view).map(out => (out.querySelector('.jp-OutputArea') || out).innerHTML)
+    .join('||');
+  D.shown = view => D.outputs(view).map(out => out.textContent).join('\n');
+  D.blank = view => D.outputs(view).every(out => out.textContent.trim() === '' && !out.querySelector('img'));
+  D.arm = (viewIndex) => {
+    const view = D.views()[viewIndex];
+    const before = D.snapshot(view);
+    const s = D.state = {armed: performance.now(), t0: null, t1: null, changed: false, text: ''};
+    const mark = () => { if (s.t0 === null) s.t0 = performance.now(); };
+    const inputs = ['keydown', 'pointerdown', 'input', 'change', 'focusout'];
+    for (const type of inputs) view.addEventListener(type, mark, {capture: true});
+    // A change counts once the outputs differ from before, are not blank, and stay so for a frame (a redraw
+    // replaces the old output with the new one in steps; a redraw of the same picture is no change).
+    const observer = new MutationObserver(() => {
+      const now = D.snapshot(view);
+      if (s.changed || now === before || D.blank(view)) return;
+      requestAnimationFrame(() => {
+        if (s.changed || D.snapshot(view) !== now) return;
+        s.changed = true;
+        observer.disconnect();
+        for (const type of inputs) view.removeEventListener(type, mark, {capture: true});
+        const images = D.outputs(view).flatMap(out => Array.from(out.querySelectorAll('img')));
+        Promise.all(images.map(i => i.decode().catch(() => null))).then(() =>
+          requestAnimationFrame(() => { s.t1 = performance.now(); s.text = D.shown(view); }));
+      });
+    });
+    for (const out of D.outputs(view))
+      observer.observe(out, {subtree: true, childList: true, attributes: true, characterData: true});
+  };
+}
+"""
+
+
+@dataclass
+class Change:
+    """One control changed: which, how long until the new picture was on screen (ms), what the output said."""
+
+    view: int
+    title: str
+    control: str
+    latency_ms: float | None
+    output_text: str = ""
+
+    @property
+    def responded(self) -> bool:
+        return self.latency_ms is not None
+
+
+@dataclass
+class RunReport:
+    seconds: float
+    cells: list[dict] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"cell {c['index']} ({c['source']!r}): {e}" for c in self.cells for e in c["errors"]]
+
+    @property
+    def not_run(self) -> list[str]:
+        return [f"cell {c['index']} ({c['source']!r})" for c in self.cells if c["count"] is None]
+
+
+class NotebookPage:
+    """A notebook open in JupyterLab in a Chromium page."""
+
+    def __init__(self, browser, lab: Lab, relative: str, viewport=(1400, 1000)) -> None:
+        self.page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+        self.page.goto(lab.url(relative))
+        self.page.wait_for_function(
+            """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                       const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+                       return k && k.status === 'idle' && w.content.widgets.length > 0; }""", timeout=180_000)
+        self.page.evaluate(_PAGE_JS)
+
+    def run_all(self, timeout_s: float = 600) -> RunReport:
+        """Run every cell and wait until each code cell is idle and has run (or a cell failed and stopped the
+        rest)."""
+        start = time.monotonic()
+        self.page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        self.page.wait_for_function(
+            """() => { const cells = window.__dlcourse.cellStates();
+                       return cells.every(c => c.state === 'idle') &&
+                              (cells.every(c => c.count !== null) || cells.some(c => c.errors.length > 0)); }""",
+            timeout=timeout_s * 1000, polling=250)
+        return RunReport(time.monotonic() - start, self.page.evaluate("window.__dlcourse.cellStates()"))
+
+    WIDGET_ERRORS_JS = """() => Array.from(document.querySelectorAll(
+        '.jp-Notebook .jupyter-widgets-error-widget, .jp-Notebook .jp-OutputArea-output'))
+      .filter(e => e.classList.contains('jupyter-widgets-error-widget') ||
+                   e.textContent.includes('Error displaying widget'))
+      .map(e => e.textContent.trim().slice(0, 300))"""
+
+    def widget_errors(self, wait_s: float = 0) -> list[str]:
+        """Every widget that failed to render on the page ("Error displaying widget", or ipywidgets' error
+        view: a model or view class that could not be loaded), waiting up to ``wait_s`` for one."""
+        if wait_s:
+            try:
+                self.page.wait_for_function(f"({self.WIDGET_ERRORS_JS})().length > 0", timeout=wait_s * 1000)
+            except Exception:  # none appeared
+                pass
+        return self.page.evaluate(self.WIDGET_ERRORS_JS)
+
+    def views(self) -> list[dict]:
+        """Every view (controls above an output area): its cell, title and control labels."""
+        return self.page.evaluate("window.__dlcourse.views().map(window.__dlcourse.describe)")
+
+    def _control(self, view: int, control: int):
+        return self.page.evaluate_handle(
+            f"window.__dlcourse.controls(window.__dlcourse.views()[{view}])[{control}]").as_element()
+
+    def screenshot(self, view: int, path: Path) -> None:
+        handle = self.page.evaluate_handle(f"window.__dlcourse.views()[{view}]").as_element()
+        handle.scroll_into_view_if_needed()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle.screenshot(path=str(path))
+
+    def change(self, view: int, control: int, timeout_s: float = 60) -> Change:
+        """Change one control of one view the way a person would, and time input → new picture on screen.
+
+        How a control is moved, and moved back on the next call, is :meth:`_act`'s. A control that acts only
+        when the view's run button is pressed (``dlcourse-on-demand``) is changed first, and the time is taken
+        from the press of that button."""
+        self.settle()
+        info = self.views()[view]
+        name = info["controls"][control]
+        el = self._control(view, control)
+        el.scroll_into_view_if_needed()
+        if self.is_on_demand(view, control):
+            if not self._act(el, lambda: None):
+                return Change(view, info["title"], name, None, "nothing to change")
+            self.page.wait_for_timeout(300)  # the new value reaches the kernel
+            button = self.page.evaluate_handle(
+                f"window.__dlcourse.views()[{view}].querySelector('.dlcourse-run button, button.dlcourse-run')"
+            ).as_element()
+            if button is None:
+                return Change(view, info["title"], name, None, "an on-demand control without a run button")
+            self._arm(view)
+            button.click()
+        elif not self._act(el, lambda: self._arm(view)):
+            return Change(view, info["title"], name, None, "nothing to change")
+        try:
+            self.page.wait_for_function("window.__dlcourse.state.t1 !== null", timeout=timeout_s * 1000,
+                                        polling="raf")
+        except Exception:  # no new picture within the timeout: the widget did not respond
+            return Change(view, info["title"], name, None, "")
+        state = self.page.evaluate("window.__dlcourse.state")
+        if state["t0"] is None:  # no input event reached the view (a synthetic one): time from the arming
+            return Change(view, info["title"], name, state["t1"] - state["armed"], state["text"] + " [from arming]")
+        return Change(view, info["title"], name, state["t1"] - state["t0"], state["text"])
+
+    def is_on_demand(self, view: int, control: int) -> bool:
+        """Whether the control acts only when its view's run button is pressed."""
+        return self._control(view, control).evaluate("window.__dlcourse.onDemand")
+
+    def settle(self, quiet_ms: int = 250) -> None:
+        """Wait until the kernel is idle and has stayed idle for ``quiet_ms`` (a redraw a control started
+        has reached the page), so the next change is timed alone."""
+        for _ in range(2):
+            self.page.wait_for_function("window.__dlcourse.kernelIdle()", timeout=120_000, polling=50)
+            self.page.wait_for_timeout(quiet_ms)
+
+    def exercise(self, shots: Path | None = None, timeout_s: float = 60) -> list[Change]:
+        """Change every enabled control of every view and then change it back (screenshots of each view before
+        and after under ``shots``); the list of changes, in order. Each control is tried from the state the
+        notebook left, so a control is never judged under settings an earlier change made (a top-k of 1 makes
+        top-p do nothing)."""
+        changes = []
+        for i, view in enumerate(self.views()):
+            if shots is not None:
+                self.screenshot(i, shots / f"view{i:02d}-before.png")
+            for j in range(len(view["controls"])):
+                changes += [self.change(i, j, timeout_s), self.change(i, j, timeout_s)]
+            if shots is not None:
+                self.screenshot(i, shots / f"view{i:02d}-after.png")
+        return changes
+
+    def _act(self, el, arm) -> bool:
+        """Change the control ``el``, calling ``arm`` just before the input that commits the change; False when
+        it has nothing to change to. Changes alternate: the first moves the control (a slider one step, a
+        dropdown to another option, a toggle to another button, a number up, a text box one character
+        shorter), the next moves it back (the element remembers how, in ``data-dlcourse-back``)."""
+        kind, typ, cls = el.evaluate(
+            "e => e.tagName.toLowerCase() + ':' + (e.type || '') + ':' + e.className").split(":", 2)
+        back = el.evaluate("e => { const b = e.dataset.dlcourseBack; delete e.dataset.dlcourseBack; return b || ''; }")
+
+        def remember(how: str) -> None:
+            el.evaluate("(e, how) => { e.dataset.dlcourseBack = how; }", how)
+
+        if "noUi-handle" in cls or (kind == "input" and typ == "number"):
+            slider = "noUi-handle" in cls
+            if back:
+                key = back
+            elif slider and el.evaluate("e => Number(e.getAttribute('aria-valuenow')) >= "
+                                        "Number(e.getAttribute('aria-valuemax'))"):
+                key = "ArrowLeft"
+            else:
+                key = "ArrowRight" if slider else "ArrowUp"
+            if not back:
+                remember({"ArrowLeft": "ArrowRight", "ArrowRight": "ArrowLeft", "ArrowUp": "ArrowDown"}[key])
+            el.focus()
+            arm()
+            el.press(key)
+            if not slider:
+                el.press("Tab")  # a number box commits when it is left
+        elif kind == "select":
+            current = el.evaluate("e => e.value")
+            target = back or next(
+                (o for o in el.evaluate("e => Array.from(e.options).map(o => o.value)") if o != current), None)
+            if target is None:
+                return False
+            if not back:
+                remember(current)
+            arm()
+            el.select_option(target)
+        elif "widget-toggle-button" in cls:
+            buttons = el.evaluate_handle("e => Array.from(e.parentElement.querySelectorAll('.widget-toggle-button'))")
+            active = el.evaluate("e => Array.from(e.parentElement.querySelectorAll('.widget-toggle-button'))"
+                                 ".findIndex(b => b.classList.contains('mod-active'))")
+            count = el.evaluate("e => e.parentElement.querySelectorAll('.widget-toggle-button').length")
+            if count < 2:
+                return False
+            target = int(back) if back else (active + 1) % count
+            if not back:
+                remember(str(active))
+            arm()
+            buttons.evaluate("(bs, i) => bs[i].click()", target)
+        elif kind == "input" and typ == "checkbox":
+            if not back:
+                remember("click")
+            arm()
+            el.click()
+        else:  # a text box or text area: one character fewer, then that character back; then leave the box
+            value = el.input_value()
+            on_leave = el.evaluate("e => !!e.closest('.dlcourse-on-leave')")
+            if not on_leave:
+                arm()  # a box with continuous updates redraws as it is typed in: time it from the edit
+            if back:
+                el.fill(value + back)
+            elif len(value) > 1:
+                remember(value[-1])
+                el.fill(value[:-1])
+            else:
+                el.fill(value + "a")
+            if on_leave:
+                arm()  # the text goes to the kernel when the box is left: time it from there
+            el.press("Tab")
+        return True
+
+    def _arm(self, view: int) -> None:
+        self.page.evaluate(f"window.__dlcourse.arm({view})")
+
+    def close(self) -> None:
+        """Shut the notebook's kernel down (its memory is freed for the next chapter) and close the page."""
+        try:
+            self.page.evaluate("window.__dlcourse.notebook().sessionContext.shutdown()")
+        except Exception:  # the page is gone already: JupyterLab's own shutdown reaps the kernel
+            pass
+        self.page.close()
+
+
+def launch(playwright):
+    """Headless Chromium from the system (never downloaded)."""
+    return playwright.chromium.launch(executable_path=chromium(), headless=True,
+                                      args=["--no-sandbox", "--disable-dev-shm-usage"])

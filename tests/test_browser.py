@@ -1,0 +1,117 @@
+"""Every chapter as a student meets it, in a real browser: JupyterLab in headless Chromium, the student-facing
+notebook with the reference answers typed in, Run All in FAST mode. No cell may fail and no widget may fail
+to render; then every control of every widget is changed once, and its picture must change without an error.
+
+Screenshots of every widget and the measured input → new-picture latencies go to ``build/browser/`` for
+people to look at (the latency budget itself is a benchmark: ``bench/browser.py``). The last test proves the
+checks can fail: a notebook with a failing cell, a widget that cannot render and a widget that never redraws.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from browser import Lab, NotebookPage, filled_notebook, launch, unavailable
+from conftest import CHAPTERS, ROOT
+
+pytestmark = [pytest.mark.notebook, pytest.mark.browser, pytest.mark.xdist_group("browser")]
+SHOTS = ROOT / "build" / "browser"
+
+
+@pytest.fixture(scope="module")
+def lab_browser(tmp_path_factory):
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    root = tmp_path_factory.mktemp("browser") / "notebooks"
+    root.mkdir()
+    for chapter in CHAPTERS:
+        filled_notebook(chapter, root)
+    _selftest_notebook(root / "selftest" / "selftest.ipynb")
+    # One BLAS thread: the suite runs two workers on two cores (as the other notebook tests do).
+    with Lab(root, env={"DLCOURSE_FAST": "1", "OMP_NUM_THREADS": "1"}) as lab, sync_playwright() as p:
+        browser = launch(p)
+        yield lab, browser
+        browser.close()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_runs_in_the_browser_and_every_widget_responds(lab_browser, chapter):
+    lab, browser = lab_browser
+    page = NotebookPage(browser, lab, f"{chapter}/{chapter}.ipynb")
+    try:
+        report = page.run_all(timeout_s=900)
+        assert not report.errors, f"{chapter}: cells failed in the browser:\n" + "\n".join(report.errors)
+        assert not report.not_run, f"{chapter}: cells never ran: {report.not_run}"
+        assert not page.widget_errors(), f"{chapter}: widgets failed to render: {page.widget_errors()}"
+        views = page.views()
+        assert views, f"{chapter}: no interactive widget found on the page"
+        folder = SHOTS / chapter
+        shutil.rmtree(folder, ignore_errors=True)
+        changes = page.exercise(shots=folder)
+        (folder / "latency.json").write_text(json.dumps(
+            {"run_all_s": round(report.seconds, 1), "changes": [c.__dict__ for c in changes]}, indent=1))
+        problems = []
+        for c in changes:
+            where = f"{c.title or 'widget'} (view {c.view}), control {c.control!r}"
+            if not c.responded:
+                problems.append(f"{where}: the picture did not change within 60 s")
+            elif "Traceback" in c.output_text:
+                problems.append(f"{where}: the widget showed an error: {c.output_text[-400:]}")
+        assert not problems, f"{chapter}:\n" + "\n".join(problems)
+    finally:
+        page.close()
+
+
+def _selftest_notebook(path: Path) -> None:
+    """Planted defects the browser checks must each report."""
+    path.parent.mkdir(parents=True)
+    cells = [
+        # a widget whose front-end class does not exist: "Error displaying widget"
+        "import ipywidgets as W\n"
+        "from traitlets import Unicode\n"
+        "class Missing(W.DOMWidget):\n"
+        "    _view_module = Unicode('no-such-widget-module').tag(sync=True)\n"
+        "    _view_name = Unicode('NoSuchView').tag(sync=True)\n"
+        "    _model_module = Unicode('no-such-widget-module').tag(sync=True)\n"
+        "    _model_name = Unicode('NoSuchModel').tag(sync=True)\n"
+        "Missing()",
+        # a view whose slider is not wired to its output: it never redraws
+        "from dlcourse.widgets.base import InteractiveView\n"
+        "frozen = InteractiveView({'x': W.IntSlider(value=1, min=0, max=5, description='x')}, lambda x: 'x is 1')",
+        "frozen",
+        # a view that redraws, one whose redraw fails at x = 2, and a cell that fails after them
+        "live = InteractiveView({'x': W.IntSlider(value=1, min=0, max=5, description='x')}, lambda x: f'x is {x}')\n"
+        "live",
+        "broken = InteractiveView({'x': W.IntSlider(value=1, min=0, max=5, description='x')},\n"
+        "                         lambda x: f'x is {1 / (x - 2)}')\n"
+        "broken",
+        "raise ValueError('planted')",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "dlcourse", "display_name": "Python 3 (dlcourse)", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def test_the_browser_checks_catch_a_failing_cell_a_broken_widget_a_frozen_one_and_a_failing_redraw(lab_browser):
+    lab, browser = lab_browser
+    page = NotebookPage(browser, lab, "selftest/selftest.ipynb")
+    try:
+        report = page.run_all(timeout_s=300)
+        assert len(report.errors) == 1 and "ValueError: planted" in report.errors[0], report.errors
+        assert page.widget_errors(wait_s=30), "a widget without its front-end class was not reported"
+        views = page.views()
+        assert len(views) == 3, views
+        frozen, live, broken = page.change(0, 0, timeout_s=5), page.change(1, 0), page.change(2, 0)
+        assert not frozen.responded, "a view that redrew the same picture was taken for one that responded"
+        assert live.responded and "x is 2" in live.output_text, live
+        assert broken.responded and "Traceback" in broken.output_text and "ZeroDivisionError" in broken.output_text
+        assert page.change(2, 0).responded  # moved back: the picture again
+    finally:
+        page.close()
