@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -169,6 +170,19 @@ def test_widgets_redraw_when_a_control_changes():
     designer = wopt.schedule_designer(make, RUNS)
     designer.controls["shape"].value = "triangular"
     assert designer.last_values["shape"] == "triangular" and designer.renders == 2
+
+
+def test_the_schedule_designer_greys_out_a_knob_that_changes_nothing_for_the_shape():
+    def make(shape, warmup_steps, total_steps, cycles):  # only the cosine shape has cycles
+        if shape == "cosine":
+            return lambda t: 0.5 * (1 + math.cos(math.pi * cycles * t / total_steps))
+        return lambda t: min(1.0, (t + 1) / (warmup_steps + 1))
+
+    designer = wopt.schedule_designer(make, RUNS)
+    designer.controls["shape"].value = "linear"
+    assert designer.controls["cycles"].disabled and not designer.controls["warmup"].disabled
+    designer.controls["shape"].value = "cosine"
+    assert not designer.controls["cycles"].disabled
 
 
 def test_json_payloads_are_saved_with_their_metrics_and_verified(tmp_path, monkeypatch):

@@ -139,6 +139,21 @@ def test_pattern_state_and_designer_use_the_given_functions():
     assert designer.last_values["window"] == 5 and designer.renders == 2
 
 
+def test_the_designer_greys_out_the_block_size_while_there_are_no_random_blocks():
+    def build(n, window, dilation, n_global, n_random, block, seed):  # random blocks of `block` keys
+        i = torch.arange(n)
+        mask = (i[:, None] - i[None, :]).abs() <= window
+        mask[:, :block * n_random] = True
+        return mask
+
+    designer = widgets.pattern_designer(build, lambda mask, layers: mask, n=32)
+    assert designer.controls["block"].disabled  # n_random = 0: the block size changes nothing
+    designer.controls["n_random"].value = 1
+    assert not designer.controls["block"].disabled
+    designer.controls["n_random"].value = 0
+    assert designer.controls["block"].disabled and not designer.controls["window"].disabled
+
+
 def test_the_designer_view_updates_its_figure_in_place():
     import matplotlib.pyplot as plt
 

@@ -181,5 +181,8 @@ def test_the_widgets_render():
     assert viewer.renders == 3 and viewer.last_values == {"index": 3, "layer": 2, "head": 1}
     sims = wvit.position_similarity_viewer({"a": (torch.randn(1, 17, 8), (4, 4)), "b": (torch.randn(1, 50, 8), (7, 7))})
     sims.controls["model"].value = "b"
-    sims.controls["row"].value = 3
-    assert sims.renders == 3
+    assert sims.controls["row"].max == 6 and sims.controls["col"].max == 6  # the sliders follow the grid
+    sims.controls["row"].value = 5
+    assert sims.renders == 3 and sims.last_result.axes[1].get_title() == "patch (5, 2) against every position"
+    sims.controls["model"].value = "a"
+    assert sims.controls["row"].max == 3 and sims.controls["row"].value == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import torch
@@ -33,8 +34,10 @@ def alignment_viewer(run: AlignFn, examples: Sequence[str], snapshot_labels: Seq
     snap = W.SelectionSlider(options=[(label, i) for i, label in enumerate(snapshot_labels)],
                              value=len(snapshot_labels) - 1, description="trained for")
 
+    forward = functools.lru_cache(maxsize=32)(run)  # moving back to a snapshot seen before costs no model call
+
     def render(text: str, snapshot: int):
-        weights, source, output = run(text, snapshot)
+        weights, source, output = forward(text, snapshot)
         title = f"{''.join(source)!r} → {''.join(output)!r} ({snapshot_labels[snapshot]})"
         return draw_heatmap(alignment_state(weights, source, output, title))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -64,9 +65,11 @@ def draw_heatmap(state: HeatmapState, ax=None):
         fig, ax = plt.subplots(figsize=heatmap_size(len(state.query_labels), len(state.key_labels)))
     else:
         fig = ax.figure
-    im = ax.imshow(state.weights.numpy(), vmin=0, vmax=1, cmap="viridis")
-    blocked = np.ma.masked_where(~state.blocked.numpy(), np.ones(state.blocked.shape))
-    ax.imshow(blocked, cmap="Greys", vmin=0, vmax=1.5, alpha=0.85)
+    # nearest: one flat colour per cell, and no resampling pass at draw time
+    im = ax.imshow(state.weights.numpy(), vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
+    if state.blocked.any():
+        blocked = np.ma.masked_where(~state.blocked.numpy(), np.ones(state.blocked.shape))
+        ax.imshow(blocked, cmap="Greys", vmin=0, vmax=1.5, alpha=0.85, interpolation="nearest")
     ax.set_xticks(range(len(state.key_labels)), state.key_labels)
     ax.set_yticks(range(len(state.query_labels)), state.query_labels)
     ax.set_xlabel("key (attended to)")
@@ -96,8 +99,10 @@ def attention_explorer(run: RunFn, default_text: str, output_labels: bool = True
     layer = W.Dropdown(options=[m.name for m in maps], value=maps[-1].name, description="layer")
     head = W.Dropdown(options=[MEAN, *range(n_heads)], value=MEAN, description="head")
 
+    forward = functools.lru_cache(maxsize=16)(run)  # a new layer or head needs no new forward pass
+
     def render(text: str, layer: str, head):
-        found, tokens, outputs = run(text)
+        found, tokens, outputs = forward(text)
         amap = next(m for m in found if m.name == layer)
         queries = [f"{t}→{o}" for t, o in zip(tokens, outputs, strict=False)] if output_labels else tokens
         return draw_heatmap(heatmap_state(amap, head, queries, tokens))

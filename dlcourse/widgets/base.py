@@ -7,7 +7,7 @@ values) lives in ``render``'s helpers, which are ordinary functions tested witho
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import ipywidgets as W
@@ -26,6 +26,8 @@ class InteractiveView(W.VBox):
         header = [W.HTML(f"<b>{title}</b>")] if title else []
         for control in controls.values():
             legible(control)
+            if isinstance(control, W.Text | W.Textarea) and not control.continuous_update:
+                control.add_class(ON_LEAVE)  # (Combobox is a Text)
         row = W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap"))  # wrap, never squeeze
         super().__init__(header + [row, self.output])
         for control in controls.values():
@@ -59,7 +61,7 @@ class InteractiveView(W.VBox):
         self.output.clear_output(wait=True)
         with self.output:
             if isinstance(result, plt.Figure):
-                display(as_png(result) if getattr(result, FIXED_LAYOUT, False) else result)
+                display(as_png(result))
                 plt.close(result)
             elif isinstance(result, str):  # an HTML fragment
                 display(HTML(result))
@@ -91,25 +93,79 @@ def interactive_view(
     return InteractiveView(controls, render, title)
 
 
+# CSS classes that tell a reader of the page (the browser tests) how a view works: a control marked ON_DEMAND
+# changes nothing on screen until the view's RUN button is pressed (a sampler's seed, say).
+ON_DEMAND = "dlcourse-on-demand"
+RUN = "dlcourse-run"
+# and a text box marked ON_LEAVE sends its text when it is left (or Enter is pressed), not as it is typed in
+ON_LEAVE = "dlcourse-on-leave"
+
+
+def on_demand(*controls: W.Widget, run: W.Button) -> None:
+    """Mark ``controls`` as taking effect only when ``run`` is pressed (see :data:`ON_DEMAND`)."""
+    for control in controls:
+        control.add_class(ON_DEMAND)
+    run.add_class(RUN)
+
+
+def grey_out_idle(controls: dict[str, W.ValueWidget], knobs: Sequence[str], outcome: Callable[..., Any],
+                  triggers: Sequence[str]) -> Callable[[], None]:
+    """Disable each control in ``knobs`` while moving it could change nothing on screen, as decided by
+    ``outcome(**values)`` (what the figure depends on, compared with ``==``): a block size with no random
+    blocks, cycles of a linear schedule. A control that silently does nothing misleads; a greyed-out one
+    says so. Re-checked whenever a control in ``triggers`` changes; returns the check."""
+
+    def another(control: W.ValueWidget) -> Any:
+        options = getattr(control, "options", None)
+        if options:
+            values = [o[1] if isinstance(o, tuple) else o for o in options]
+            return next((v for v in values if v != control.value), control.value)
+        return control.max if control.value != control.max else control.min
+
+    def check(_change: Any = None) -> None:
+        values = {name: control.value for name, control in controls.items()}
+        here = outcome(**values)
+        for knob in knobs:
+            controls[knob].disabled = outcome(**dict(values, **{knob: another(controls[knob])})) == here
+
+    for name in triggers:
+        controls[name].observe(check, names="value")
+    check()
+    return check
+
+
 FIXED_LAYOUT = "_dlcourse_fixed_layout"
 
 
 def fixed_layout(fig: Any) -> Any:
-    """Mark ``fig`` as laid out by hand (fixed margins, everything inside the figure): the view then shows
-    it as it is, without the tight-bounding-box pass that Jupyter's inline display makes — a second full
-    draw, most of a redraw's cost. Returns ``fig``."""
+    """Mark ``fig`` as laid out by hand (fixed margins, everything inside the figure), so that moving its
+    artists later never needs a new layout (what :class:`KeptFigure` relies on). Returns ``fig``."""
     setattr(fig, FIXED_LAYOUT, True)
     return fig
 
 
 def as_png(fig: Any) -> Any:
-    """``fig`` as an IPython PNG image, drawn once at its own size."""
+    """``fig`` as an IPython PNG image, drawn once at its own size.
+
+    This is how a view shows every figure: one draw of the canvas, encoded as it is. Jupyter's inline display
+    draws twice (once more to find the tight bounding box), and matplotlib's ``savefig`` lays the figure out
+    again before drawing when it has a colour bar; both cost a redraw, most of a widget's latency. Figures
+    drawn by the course lay themselves out (``tight_layout`` or fixed margins), so nothing is lost."""
     import io
 
     from IPython.display import Image
 
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
+    canvas = fig.canvas
+    if hasattr(canvas, "buffer_rgba"):  # Agg (the inline backend's canvas): draw once, encode the pixels
+        from PIL import Image as PILImage
+
+        canvas.draw()
+        width, height = canvas.get_width_height(physical=True)
+        PILImage.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
+            buffer, format="png", compress_level=1)
+    else:
+        fig.savefig(buffer, format="png")
     return Image(data=buffer.getvalue(), format="png")
 
 

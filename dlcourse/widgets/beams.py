@@ -63,6 +63,7 @@ def beam_tree_state(calls: Sequence[torch.Tensor], prompt_length: int, sequences
 def draw_beam_tree(tree: BeamTree, token_label: Callable[[int], str], title: str = ""):
     """Steps left to right; returned hypotheses in colour with their scores, dropped beams in grey."""
     import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
 
     children: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
     for node in tree.nodes[1:]:
@@ -84,28 +85,40 @@ def draw_beam_tree(tree: BeamTree, token_label: Callable[[int], str], title: str
                for n in range(len(r) + 1)}
     colours = plt.get_cmap("tab10")
     depth = max(len(n) for n in tree.nodes)
-    fig, ax = plt.subplots(figsize=(min(2 + 0.9 * depth, 16), max(2.5, 0.32 * leaves[0] + 1)))
-    for node in tree.nodes[1:]:
+    width, height = min(max(6.0, 2 + 0.9 * depth), 16), max(2.5, 0.32 * leaves[0] + 1.2)
+    fig, ax = plt.subplots(figsize=(width, height))
+    # fixed margins in inches (no layout pass over a hundred labels): room for the title above, the step
+    # axis below
+    fig.subplots_adjust(left=0.2 / width, right=1 - 0.1 / width, bottom=0.55 / height, top=1 - 0.6 / height)
+    edges, edge_colours, widths, label_colours = [], [], [], []
+    for node in tree.nodes[1:]:  # one collection of edges and one of markers: far cheaper than an artist each
         parent = node[:-1]
         rank = on_path.get(node)
         colour = colours(rank) if rank is not None else "lightgrey"
-        ax.plot([len(parent), len(node)], [y[parent], y[node]], color=colour, lw=2 if rank is not None else 1,
-                zorder=1 if rank is None else 2)
-        ax.text(len(node), y[node], token_label(node[-1]), ha="center", va="center", fontsize=8,
-                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": colour}, zorder=3)
+        edges.append([(len(parent), y[parent]), (len(node), y[node])])
+        edge_colours.append(colour)
+        widths.append(2 if rank is not None else 1)
+        label_colours.append(colour)
+        ax.text(len(node), y[node], token_label(node[-1]), ha="center", va="center", fontsize=8, zorder=4)
+    order = sorted(range(len(edges)), key=lambda i: widths[i])  # kept beams drawn over dropped ones
+    ax.add_collection(LineCollection([edges[i] for i in order], colors=[edge_colours[i] for i in order],
+                                     linewidths=[widths[i] for i in order], zorder=1))
+    nodes = tree.nodes[1:]
+    ax.scatter([len(n) for n in nodes], [y[n] for n in nodes], s=150, marker="s", facecolors="white",
+               edgecolors=label_colours, linewidths=1, zorder=3)
     for hypothesis, rank in tree.returned.items():
         if rank < len(tree.scores):
             ax.text(len(hypothesis) + 0.45, y[hypothesis], f"#{rank + 1}  {tree.scores[rank]:.3f}",
                     va="center", fontsize=8, color=colours(rank))
     ax.plot([0], [y[()]], "ko")
     ax.set_xlim(-0.5, depth + 1.8)
-    ax.invert_yaxis()
+    ax.set_ylim(leaves[0] - 0.4, -0.6)  # top to bottom, as the tree was laid out
     ax.set_yticks([])
     ax.set_xlabel("step")
-    ax.set_title(title or "beam search: kept beams in colour (returned hypotheses with their scores), dropped in grey")
+    ax.set_title(title or "beam search: kept beams in colour, dropped ones in grey\n"
+                          "returned hypotheses with their scores", fontsize=9)
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    fig.tight_layout()
     return fig
 
 

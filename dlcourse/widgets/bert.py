@@ -176,7 +176,7 @@ def _draw_head(state: HeadState):
     n = len(state.tokens)
     fig, ax = plt.subplots(figsize=(5.2, 4.8))
     fig.subplots_adjust(left=0.2, bottom=0.2, right=0.97, top=0.92)
-    ax.imshow(state.weights, cmap="viridis", vmin=0, vmax=1)
+    ax.imshow(state.weights, cmap="viridis", interpolation="nearest", vmin=0, vmax=1)
     ax.set_xticks(range(n), state.tokens, rotation=90, fontsize=7)
     ax.set_yticks(range(n), state.tokens, fontsize=7)
     for pos in (state.sep + 0.5,):

@@ -198,8 +198,8 @@ def _draw_walk(state: tuple[np.ndarray, np.ndarray, float]):
     fig = plt.figure(figsize=(9, 3.2))
     big = fig.add_axes([0.01, 0.04, 0.27, 0.86])
     row = fig.add_axes([0.31, 0.3, 0.68, 0.4])
-    fig._big = big.imshow(image, cmap="gray", vmin=-1, vmax=1)
-    fig._row = row.imshow(np.concatenate(list(strip), axis=1), cmap="gray", vmin=-1, vmax=1)
+    fig._big = big.imshow(image, cmap="gray", interpolation="nearest", vmin=-1, vmax=1)
+    fig._row = row.imshow(np.concatenate(list(strip), axis=1), cmap="gray", interpolation="nearest", vmin=-1, vmax=1)
     row.set_title("the path from the first code to the second", fontsize=9)
     fig._mark = row.axvline(0, color="tab:red", lw=2)
     for ax in (big, row):

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from dlcourse.optim import VALLEYS, LrLambda, Update, trajectory
-from dlcourse.widgets.base import InteractiveView, KeptFigure, fixed_layout, interactive_view
+from dlcourse.widgets.base import InteractiveView, KeptFigure, fixed_layout, grey_out_idle, interactive_view
 
 # ----------------------------------------------------------------------------------------------------
 # Optimizer playground
@@ -209,4 +209,9 @@ def schedule_designer(make: ScheduleFactory, runs: dict) -> InteractiveView:
     def render(**values: Any):
         return draw_schedule(schedule_state(make, runs["runs"], **values), float(runs["lr"]))
 
+    def outcome(**values: Any):  # what the figure shows: the schedule and the shipped run next to it
+        state = schedule_state(make, runs["runs"], **values)
+        return state.factors, id(state.run)
+
+    grey_out_idle(controls, ["warmup", "cycles"], outcome, triggers=["shape"])  # cycles do nothing to "linear"
     return interactive_view(controls, render, title="Schedule designer")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from dlcourse.widgets.base import InteractiveView, legible
+from dlcourse.widgets.base import InteractiveView, legible, on_demand
 
 # filter(logits (1, V), ids (1, T), settings) → filtered logits (1, V), −inf where removed
 FilterFn = Callable[[torch.Tensor, torch.Tensor, dict], torch.Tensor]
@@ -137,6 +137,7 @@ def sampling_explorer(models: list[LanguageModel], filter_fn: FilterFn, prompt: 
         view.last_continuation = continuation
 
     button.on_click(on_click)
+    on_demand(controls["seed"], controls["beams"], controls["length"], run=button)
     view.continue_prompt = on_click
     # controls on two rows: text and model, then the knobs
     view.children = (view.children[0], W.HBox([controls["prompt"], W.VBox([controls["model"], controls["seed"]])]),

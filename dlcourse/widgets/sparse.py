@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
+from dlcourse.widgets.base import InteractiveView, KeptFigure, grey_out_idle, interactive_view
 
 MaskBuilder = Callable[..., torch.Tensor]  # (n, window, dilation, n_global, n_random, block, seed) -> bool (n, n)
 Reach = Callable[[torch.Tensor, int], torch.Tensor]  # (mask, layers) -> bool (n, n)
@@ -129,5 +129,10 @@ def pattern_designer(build: MaskBuilder, reach: Reach, n: int = 128) -> Interact
 
     def render(**values: Any):
         return view.show(pattern_state(build, reach, n, **values))
+
+    def pattern(window, dilation, n_global, n_random, block, layers):  # the mask decides everything shown
+        return build(n, window, dilation, n_global, n_random, block, 0).numpy().tobytes()
+
+    grey_out_idle(controls, ["block"], pattern, triggers=["n_random"])  # the block size of no random blocks
 
     return interactive_view(controls, render, title="Attention pattern designer")

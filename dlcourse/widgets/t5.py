@@ -10,6 +10,7 @@ the drawing functions only plot what those return, into figures kept across redr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -256,10 +257,10 @@ class CrossAttentionState:
     head: int | None  # None: the mean over heads
 
 
-def cross_attention_state(hf_model: Any, vocab: Any, source: str, layer: int, head: int | None,
-                          max_new_tokens: int = 16) -> CrossAttentionState:
-    """Decode ``source`` greedily with a Hugging Face ``T5ForConditionalGeneration`` (eager attention) and read
-    the cross-attention weights of decoder block ``layer`` (0-based), head ``head`` or their mean."""
+def cross_attention_run(hf_model: Any, vocab: Any, source: str, max_new_tokens: int = 16):
+    """Decode ``source`` greedily with a Hugging Face ``T5ForConditionalGeneration`` (eager attention) and run
+    the decoder once more over its output: (input ids (1, S), generated ids (T,), cross-attentions, one
+    (1, H, T, S) tensor per decoder block)."""
     from dlcourse import t5
     from dlcourse.models.t5 import T5InCourseLayout
 
@@ -272,7 +273,17 @@ def cross_attention_state(hf_model: Any, vocab: Any, source: str, layer: int, he
         decoder_ids = torch.cat([torch.tensor([t5.PAD]), generated])[None, :-1] if len(generated) else \
             torch.tensor([[t5.PAD]])
         out = hf_model(input_ids=ids, decoder_input_ids=decoder_ids, output_attentions=True)
-    attn = out.cross_attentions[layer][0]  # (H, T, S)
+    return ids, generated, out.cross_attentions
+
+
+def cross_attention_state(hf_model: Any, vocab: Any, source: str, layer: int, head: int | None,
+                          max_new_tokens: int = 16, run: tuple | None = None) -> CrossAttentionState:
+    """Decode ``source`` greedily with a Hugging Face ``T5ForConditionalGeneration`` (eager attention) and read
+    the cross-attention weights of decoder block ``layer`` (0-based), head ``head`` or their mean. ``run``:
+    what :func:`cross_attention_run` returned for ``source`` (a viewer keeps it while the block or head
+    changes)."""
+    ids, generated, cross = run if run is not None else cross_attention_run(hf_model, vocab, source, max_new_tokens)
+    attn = cross[layer][0]  # (H, T, S)
     weights = attn.mean(0) if head is None else attn[head]
     input_labels = [vocab.itos[i] for i in ids[0].tolist()]
     output_labels = [vocab.itos[i] for i in generated.tolist()] or ["(none)"]
@@ -289,7 +300,8 @@ def draw_cross_attention(state: CrossAttentionState):
 
     S, T = len(state.input_labels), len(state.output_labels)
     fig, ax = plt.subplots(figsize=(max(5.0, 0.22 * S + 1.5), max(2.6, 0.3 * T + 1.6)))
-    ax.imshow(state.weights, cmap="viridis", aspect="auto", vmin=0, vmax=max(float(state.weights.max()), 1e-6))
+    ax.imshow(state.weights, cmap="viridis", aspect="auto", vmin=0, vmax=max(float(state.weights.max()), 1e-6),
+              interpolation="nearest")
     ax.set_xticks(range(S), [_pretty(s) for s in state.input_labels], fontsize=8, family="monospace")
     ax.set_yticks(range(T), [_pretty(s) for s in state.output_labels], fontsize=8, family="monospace")
     head = "mean of the heads" if state.head is None else f"head {state.head + 1}"
@@ -316,7 +328,10 @@ def cross_attention_viewer(hf_model: Any, vocab: Any, source: str = "date: 14 ju
                            description="head"),
     }
 
-    def render(source: str, layer: int, head: int):
-        return draw_cross_attention(cross_attention_state(hf_model, vocab, source, layer, None if head < 0 else head))
+    decode = functools.lru_cache(maxsize=16)(functools.partial(cross_attention_run, hf_model, vocab))
+
+    def render(source: str, layer: int, head: int):  # a new block or head reads the same decoding
+        state = cross_attention_state(hf_model, vocab, source, layer, None if head < 0 else head, run=decode(source))
+        return draw_cross_attention(state)
 
     return interactive_view(controls, render, title="Cross-attention of the trained T5")

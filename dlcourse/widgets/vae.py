@@ -90,7 +90,7 @@ def draw_latent_explorer(state: ExplorerState, class_names: Sequence[str]):
     lo, hi = latent.box()
     ax_map.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), xlabel="z₁", ylabel="z₂")
     ax_map.set_title(f"{latent.name}: codes of {len(latent.codes):,} test images", fontsize=10)
-    ax_img.imshow(state.image, cmap="gray", vmin=0, vmax=1)
+    ax_img.imshow(state.image, cmap="gray", interpolation="nearest", vmin=0, vmax=1)
     ax_img.set(xticks=[], yticks=[])
     ax_img.set_title(_explorer_caption(state, class_names), fontsize=9)
     return fig
@@ -190,11 +190,11 @@ def draw_interpolation(state: InterpolationState):
     titles = ["image A", *[f"t = {v:.2f}" for v in state.ts], "image B"]
     for i, (picture, title) in enumerate(zip(panels, titles, strict=True)):
         ax = fig.add_subplot(grid[0, i])
-        ax.imshow(picture, cmap="gray", vmin=0, vmax=1)
+        ax.imshow(picture, cmap="gray", interpolation="nearest", vmin=0, vmax=1)
         ax.set(xticks=[], yticks=[])
         ax.set_title(title, fontsize=7)
     ax_big = fig.add_subplot(grid[1, : steps // 2])
-    ax_big.imshow(state.image, cmap="gray", vmin=0, vmax=1)
+    ax_big.imshow(state.image, cmap="gray", interpolation="nearest", vmin=0, vmax=1)
     ax_big.set(xticks=[], yticks=[])
     ax_big.set_title(f"{state.kind}, t = {state.t:.2f}", fontsize=9)
     ax_norm = fig.add_subplot(grid[1, steps // 2 + 1:])
@@ -293,11 +293,11 @@ def draw_beta(run: BetaRun, kl_top: float):
     fig, (ax_rec, ax_smp, ax_kl) = plt.subplots(1, 3, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1, 1, 1.1]})
     fig.subplots_adjust(left=0.02, right=0.98, bottom=0.14, top=0.82, wspace=0.18)
     ax_rec.imshow(np.concatenate([_grid(run.originals, 2), _grid(run.reconstructions, 2)]), cmap="gray",
-                  vmin=0, vmax=1)
+                  interpolation="nearest", vmin=0, vmax=1)
     ax_rec.axhline(2 * SIDE - 0.5, color="tab:red", lw=1)
     ax_rec.set(xticks=[], yticks=[])
     ax_rec.set_title("test images (top) and reconstructions", fontsize=9)
-    ax_smp.imshow(_grid(run.samples, 4), cmap="gray", vmin=0, vmax=1)
+    ax_smp.imshow(_grid(run.samples, 4), cmap="gray", interpolation="nearest", vmin=0, vmax=1)
     ax_smp.set(xticks=[], yticks=[])
     ax_smp.set_title("decoded from z ~ N(0, I)", fontsize=9)
     ax_kl.bar(np.arange(len(run.kl_per_dim)), run.kl_per_dim, color="tab:blue")

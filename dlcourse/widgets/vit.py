@@ -14,7 +14,7 @@ import torch
 
 from dlcourse.attention import AttentionMap
 from dlcourse.widgets.attention import MEAN
-from dlcourse.widgets.base import InteractiveView, interactive_view
+from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
 
 # ----------------------------------------------------------------------------------------------------
 # Patch explorer
@@ -85,11 +85,10 @@ def draw_patch_grid(image: np.ndarray, grid: PatchGrid, dim: int = 768, axes=Non
         fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1, 1.3]})
     fig = axes[0].figure
     ax, ax_vec = axes
-    ax.imshow(image, cmap="gray" if image.ndim == 2 else None)
-    for r in range(1, grid.rows):
-        ax.axhline(r * grid.patch - 0.5, color="yellow", lw=0.8)
-    for c in range(1, grid.cols):
-        ax.axvline(c * grid.patch - 0.5, color="yellow", lw=0.8)
+    height, width = image.shape[:2]
+    ax.imshow(image, cmap="gray" if image.ndim == 2 else None, interpolation="nearest")  # pixels as pixels
+    ax.hlines([r * grid.patch - 0.5 for r in range(1, grid.rows)], -0.5, width - 0.5, color="yellow", lw=0.8)
+    ax.vlines([c * grid.patch - 0.5 for c in range(1, grid.cols)], -0.5, height - 0.5, color="yellow", lw=0.8)
     ax.set(xticks=[], yticks=[], title=f"P = {grid.patch}: {grid.rows} × {grid.cols} = {grid.num_patches} patches")
     shown = min(grid.num_patches, 24)
     pixels = image if image.ndim == 3 else image[..., None]
@@ -167,10 +166,10 @@ def draw_cls_attention(image: np.ndarray, attention: np.ndarray, title: str, axe
     if axes is None:
         fig, axes = plt.subplots(1, 2, figsize=(7, 3.4))
     fig = axes[0].figure
-    axes[0].imshow(image, cmap="gray")
+    axes[0].imshow(image, cmap="gray", interpolation="nearest")
     axes[0].set(xticks=[], yticks=[], title=title)
     h, w = image.shape[:2]
-    axes[1].imshow(image, cmap="gray")
+    axes[1].imshow(image, cmap="gray", interpolation="nearest")
     shown = axes[1].imshow(attention, cmap="inferno", alpha=0.65, extent=(-0.5, w - 0.5, h - 0.5, -0.5),
                            interpolation="nearest")
     axes[1].set(xticks=[], yticks=[], title="[CLS] → patches")
@@ -242,30 +241,60 @@ def neighbour_score(similarity: np.ndarray) -> float:
     return float(np.mean(near) - np.mean(far))
 
 
-def draw_position_similarity(similarity: np.ndarray, title: str, selected: tuple[int, int] | None = None):
-    """A grid of small maps (one per patch), and the chosen patch's map enlarged."""
-    import matplotlib.pyplot as plt
-
+def similarity_mosaic(similarity: np.ndarray) -> np.ndarray:
+    """The (rows, cols, rows, cols) maps tiled into one image, patch (i, j)'s map in tile (i, j), with a
+    one-pixel gap (NaN, drawn blank) between tiles."""
     rows, cols = similarity.shape[:2]
-    fig = plt.figure(figsize=(10, 4.6))
-    outer = fig.add_gridspec(1, 2, width_ratios=[1.2, 1])
-    small = outer[0].subgridspec(rows, cols, wspace=0.05, hspace=0.05)
+    mosaic = np.full((rows * (rows + 1) - 1, cols * (cols + 1) - 1), np.nan)
     for i in range(rows):
         for j in range(cols):
-            ax = fig.add_subplot(small[i, j])
-            ax.imshow(similarity[i, j], vmin=-1, vmax=1, cmap="viridis")
-            ax.set(xticks=[], yticks=[])
-            if selected == (i, j):
-                for side in ax.spines.values():
-                    side.set(color="red", lw=2)
-    big = fig.add_subplot(outer[1])
-    i, j = selected or (rows // 2, cols // 2)
-    shown = big.imshow(similarity[i, j], vmin=-1, vmax=1, cmap="viridis")
-    big.plot(j, i, "r+", ms=12)
-    big.set(xticks=range(cols), yticks=range(rows), title=f"patch ({i}, {j}) against every position")
-    fig.colorbar(shown, ax=big, fraction=0.046, pad=0.04, label="cosine similarity")
-    fig.suptitle(title, fontsize=10)
+            mosaic[i * (rows + 1): i * (rows + 1) + rows, j * (cols + 1): j * (cols + 1) + cols] = similarity[i, j]
+    return mosaic
+
+
+@dataclass(frozen=True)
+class SimilarityState:
+    similarity: np.ndarray  # (rows, cols, rows, cols)
+    title: str
+    selected: tuple[int, int]
+
+
+def draw_position_similarity(similarity: np.ndarray, title: str, selected: tuple[int, int] | None = None):
+    """Every patch's map, tiled as in the ViT paper (one image), and the chosen patch's map enlarged."""
+    rows, cols = similarity.shape[:2]
+    return _draw_similarity(SimilarityState(similarity, title, selected or (rows // 2, cols // 2)))
+
+
+def _draw_similarity(state: SimilarityState):
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    similarity = state.similarity
+    rows, cols = similarity.shape[:2]
+    fig = plt.figure(figsize=(10, 4.6))
+    tiles = fig.add_axes((0.02, 0.06, 0.44, 0.80))
+    tiles.imshow(similarity_mosaic(similarity), vmin=-1, vmax=1, cmap="viridis", interpolation="nearest")
+    tiles.set(xticks=[], yticks=[], title="each patch against every position")
+    for side in tiles.spines.values():
+        side.set_visible(False)
+    fig._dlcourse_box = tiles.add_patch(Rectangle((0, 0), cols + 1, rows + 1, fill=False, ec="red", lw=2))
+    big = fig.add_axes((0.53, 0.10, 0.36, 0.72))
+    fig._dlcourse_big = big.imshow(similarity[0, 0], vmin=-1, vmax=1, cmap="viridis", interpolation="nearest")
+    (fig._dlcourse_cross,) = big.plot([0], [0], "r+", ms=12)
+    big.set(xticks=range(cols), yticks=range(rows))
+    fig.colorbar(fig._dlcourse_big, cax=fig.add_axes((0.91, 0.10, 0.015, 0.72)), label="cosine similarity")
+    _move_similarity(fig, state)
     return fig
+
+
+def _move_similarity(fig, state: SimilarityState) -> None:
+    rows, cols = state.similarity.shape[:2]
+    i, j = state.selected
+    fig._dlcourse_box.set_xy((j * (cols + 1) - 1, i * (rows + 1) - 1))
+    fig._dlcourse_big.set_data(state.similarity[i, j])
+    fig._dlcourse_cross.set_data([j], [i])
+    fig._dlcourse_big.axes.set_title(f"patch ({i}, {j}) against every position")
+    fig.suptitle(state.title, fontsize=10)
 
 
 def position_similarity_viewer(embeddings: dict[str, tuple[torch.Tensor, tuple[int, int]]]) -> InteractiveView:
@@ -280,11 +309,19 @@ def position_similarity_viewer(embeddings: dict[str, tuple[torch.Tensor, tuple[i
         "col": W.IntSlider(value=cols // 2, min=0, max=cols - 1, description="patch col"),
     }
 
+    maps = {name: position_similarity(pos, grid) for name, (pos, grid) in embeddings.items()}
+    titles = {name: f"{name}: neighbour score {neighbour_score(sim):+.2f}" for name, sim in maps.items()}
+    # drawn once per model; moving the patch moves the frame, the cross and the enlarged map
+    kept = KeptFigure(_draw_similarity, _move_similarity, key=lambda state: state.title)
+
+    def on_model(change) -> None:  # the sliders span the chosen model's grid (another model may differ)
+        rows, cols = maps[change["new"]].shape[:2]
+        controls["row"].max, controls["col"].max = rows - 1, cols - 1
+
+    controls["model"].observe(on_model, names="value")
+
     def render(model: str, row: int, col: int):
-        pos, grid = embeddings[model]
-        similarity = position_similarity(pos, grid)
-        row, col = min(row, grid[0] - 1), min(col, grid[1] - 1)
-        return draw_position_similarity(similarity, f"{model}: neighbour score {neighbour_score(similarity):+.2f}",
-                                        (row, col))
+        rows, cols = maps[model].shape[:2]
+        return kept.show(SimilarityState(maps[model], titles[model], (min(row, rows - 1), min(col, cols - 1))))
 
     return interactive_view(controls, render, "position-embedding similarity")
