@@ -81,8 +81,10 @@ def draw_patch_grid(image: np.ndarray, grid: PatchGrid, dim: int = 768, axes=Non
     """The image with the patch grid, and the first patches as the C·P² vectors the model reads."""
     import matplotlib.pyplot as plt
 
-    if axes is None:
+    own_figure = axes is None
+    if own_figure:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1, 1.3]})
+        fig.subplots_adjust(left=0.02, right=0.98, bottom=0.13, top=0.84, wspace=0.16)  # fixed: no layout pass
     fig = axes[0].figure
     ax, ax_vec = axes
     height, width = image.shape[:2]
@@ -104,7 +106,8 @@ def draw_patch_grid(image: np.ndarray, grid: PatchGrid, dim: int = 768, axes=Non
     fig.suptitle(f"sequence length N + 1 = {grid.sequence_length}; attention weights (N+1)² = "
                  f"{grid.attention_entries:,} per head and layer; QKᵀ and AV ≈ {cost / 1e6:,.1f} M multiply-adds "
                  f"per layer at D = {dim}", fontsize=9)
-    fig.tight_layout()
+    if not own_figure:
+        fig.tight_layout()
     return fig
 
 
