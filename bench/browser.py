@@ -9,7 +9,8 @@ downloaded model (SmolLM2) are reported but not held to it.
 
     .venv/bin/python bench/browser.py [CHAPTER ...] [--repeats 6] [--label before]
 
-Results: bench/results/latest-browser.json (and ``browser-<label>.json`` with ``--label``).
+Results: bench/results/latest-browser.json (and ``browser-<label>.json`` with ``--label``); naming chapters
+measures those again and keeps the other chapters' last results in the file.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ def measure(chapter_list: list[str], repeats: int) -> dict:
                             rows.append({
                                 "view": view["title"], "control": control, "samples_ms": ms,
                                 "missed": repeats - len(ms),
-                                "median_ms": statistics.median(ms) if ms else None,
-                                "median_in_budget_ms": statistics.median(held) if held else None,
+                                "median_ms": round(statistics.median(ms), 1) if ms else None,
+                                "median_in_budget_ms": round(statistics.median(held), 1) if held else None,
                                 "exempt": "on demand (a generation)" if demand else "SmolLM2" if ms and not held
                                 else ""})
                     results[chapter] = {"run_all_s": round(report.seconds, 1), "controls": rows}
@@ -94,10 +95,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"browser latency skipped: {reason}")
         return 0
     start = time.time()
-    results = measure(args.chapters or chapters(), args.repeats)
+    measured = measure(args.chapters or chapters(), args.repeats)
+    results = dict(measured)
+    latest = OUT / "latest-browser.json"
+    if args.chapters and latest.exists():  # some chapters again: the others keep their last measurement
+        results = {**json.loads(latest.read_text())["chapters"], **measured}
     over = []
-    for chapter, result in results.items():
-        print(chapter, f"(Run All {result.get('run_all_s')} s)" if "controls" in result else result)
+    for chapter, result in sorted(results.items()):
+        print(chapter, f"(Run All {result.get('run_all_s')} s)" if "controls" in result else result,
+              "" if chapter in measured else "(earlier measurement)")
         for row in result.get("controls", []):
             median = row["median_in_budget_ms"]
             flag = "  OVER" if median is not None and median > BUDGET_MS else ""
@@ -107,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {row['view'][:44]:44} {row['control'][:26]:26} {shown} ms  {row['exempt']}{flag}")
     payload = {"machine": platform.node(), "processor": platform.processor() or platform.machine(),
                "date": time.strftime("%Y-%m-%d %H:%M"), "budget_ms": BUDGET_MS, "repeats": args.repeats,
-               "seconds": round(time.time() - start), "over_budget": over, "chapters": results}
+               "seconds": round(time.time() - start), "measured_now": sorted(measured), "over_budget": over,
+               "chapters": dict(sorted(results.items()))}
     OUT.mkdir(exist_ok=True)
     names = ["latest-browser.json"] + ([f"browser-{args.label}.json"] if args.label else [])
     for name in names:

@@ -170,7 +170,7 @@ def schedule_state(make: ScheduleFactory, runs: list[dict], shape: str, warmup: 
 def draw_schedule(state: ScheduleState, base_lr: float):
     """Left: lr(t). Right: the nearest shipped run's training loss (smoothed) against the fraction of training."""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullLocator
+    from matplotlib.ticker import FuncFormatter, NullLocator
 
     from dlcourse.optim import smooth
 
@@ -188,6 +188,7 @@ def draw_schedule(state: ScheduleState, base_lr: float):
         ax2.plot(frac, loss, color="tab:orange")
         ax2.set_yscale("log")
         ax2.yaxis.set_minor_locator(NullLocator())  # labelled minor ticks of a log axis cost most of a redraw
+        ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))  # 0.01, not 10⁻² in mathtext
         ax2.set(xlabel="fraction of training", ylabel="training loss (smoothed)",
                 title=f"shipped run: {r['shape']}, warm-up {r['warmup']:.0%}, cycles {r['cycles']:g} → "
                       f"{r['val_accuracy']:.1%}")
