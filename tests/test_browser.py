@@ -1,10 +1,12 @@
 """Every chapter as a student meets it, in a real browser: JupyterLab in headless Chromium, the student-facing
 notebook with the reference answers typed in, Run All in FAST mode. No cell may fail and no widget may fail
-to render; then every control of every widget is changed once, and its picture must change without an error.
+to render; then every enabled control of every widget is moved and moved back, and each time its picture
+must change without an error.
 
 Screenshots of every widget and the measured input → new-picture latencies go to ``build/browser/`` for
 people to look at (the latency budget itself is a benchmark: ``bench/browser.py``). The last test proves the
-checks can fail: a notebook with a failing cell, a widget that cannot render and a widget that never redraws.
+checks can fail: a notebook with a failing cell, a widget that cannot render, a widget that redraws the same
+picture and one whose redraw raises.
 """
 
 from __future__ import annotations
