@@ -20,7 +20,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernel import reference_answers
+from kernel import reference_answers, released_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".venv" / "bin"
@@ -55,14 +55,8 @@ def filled_notebook(chapter: str, folder: Path, answers: dict[str, str] | None =
     source = ROOT / "course" / chapter
     target = folder / chapter
     shutil.copytree(source, target, dirs_exist_ok=True)
+    nb = released_notebook(chapter, reference_answers(chapter) if answers is None else answers)
     (release,) = sorted(source.glob("*.ipynb"))
-    nb = nbformat.read(release, as_version=4)
-    if answers is None:
-        answers = reference_answers(chapter)
-    for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in answers:
-            cell.source = answers[gid]
     path = target / release.name
     nbformat.write(nb, path)
     return path

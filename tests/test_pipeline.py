@@ -18,7 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import CHAPTERS, ROOT, solution_notebook
-from kernel import reference_answers
+from kernel import reference_answers as answers_from_solution
+from kernel import released_notebook as submission
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("pipeline")]
 
@@ -35,9 +36,6 @@ def _mutants(chapter):
     from test_notebooks import load_mutants
 
     return load_mutants(chapter)
-
-
-answers_from_solution = reference_answers
 
 
 def solution_regions(chapter: str) -> list[list[str]]:
@@ -68,17 +66,6 @@ def hidden_test_lines(chapter: str) -> list[str]:
     return lines
 
 
-def submission(chapter: str, answers: dict[str, str] | None = None, edit=None) -> nbformat.NotebookNode:
-    """The released notebook with some answer cells replaced (``answers``) and an optional ``edit(nb)``."""
-    (release,) = sorted((ROOT / "course" / chapter).glob("*.ipynb"))
-    nb = nbformat.read(release, as_version=4)
-    for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if answers and gid in answers:
-            cell.source = answers[gid]
-    if edit:
-        edit(nb)
-    return nb
 
 
 def _save(root: Path, student: str, chapter: str, nb_or_text) -> None:
