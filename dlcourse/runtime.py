@@ -6,6 +6,10 @@ FAST mode shrinks every training budget so that a whole notebook runs in seconds
 * nbgrader is executing the notebook (it sets ``NBGRADER_EXECUTION`` while autograding or validating).
 
 ``DLCOURSE_FAST=0`` forces full mode even under nbgrader.
+
+A demo whose full training would not fit a chapter's time budget ships its trained checkpoint in ``data/``
+and, in full mode, loads it unless asked to retrain (:func:`retraining`): a ``RETRAIN = True`` switch in the
+notebook, ``DLCOURSE_RETRAIN=1``, or ``make checkpoints``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,23 @@ def is_fast() -> bool:
 def budget(full: T, fast: T) -> T:
     """Pick a budget (steps, epochs, sample count...): ``fast`` in FAST mode, ``full`` otherwise."""
     return fast if is_fast() else full
+
+
+def retraining(switch: bool = False) -> bool:
+    """Whether a demo that ships a checkpoint trains in full instead of loading it.
+
+    True when the notebook's own switch is on, when ``DLCOURSE_RETRAIN`` is true, or while ``make
+    checkpoints`` refreshes the shipped files (``DLCOURSE_SAVE_CHECKPOINTS=1``). FAST mode always trains (for
+    seconds, to exercise the code) whatever this says; see :func:`trains`.
+    """
+    env = os.environ.get("DLCOURSE_RETRAIN", "").strip().lower() in _TRUE
+    return bool(switch) or env or os.environ.get("DLCOURSE_SAVE_CHECKPOINTS", "").strip() == "1"
+
+
+def trains(switch: bool = False) -> bool:
+    """Whether a demo's training cell runs: always in FAST mode (a few seconds), in full mode only when
+    :func:`retraining`; otherwise the shipped checkpoint stands in for the run."""
+    return is_fast() or retraining(switch)
 
 
 def get_device(prefer: str | None = None) -> torch.device:
