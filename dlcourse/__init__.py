@@ -6,6 +6,8 @@ Modules, one concept each:
 * :mod:`dlcourse.checks` — what test cells call: comparisons that say what is wrong, guards, oracles;
 * :mod:`dlcourse.training` — a small training loop with progress bar and live loss plot;
 * :mod:`dlcourse.widgets` — interactive views whose logic is plain, tested functions;
+* :mod:`dlcourse.diagrams` — architecture figures drawn with matplotlib (seq2seq attention, residual
+  sub-layers, the Transformer, GPT, attention masks);
 * :mod:`dlcourse.data` — offline datasets; :mod:`dlcourse.assets` — verified pretrained model files;
 * :mod:`dlcourse.dates`, :mod:`dlcourse.tasks`, :mod:`dlcourse.shakespeare`, :mod:`dlcourse.fashion` — the
   chapters' data;

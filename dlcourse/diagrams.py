@@ -1,0 +1,542 @@
+"""Architecture diagrams drawn with matplotlib: the pictures the chapters explain in words.
+
+Each function returns a :class:`matplotlib.figure.Figure` made only of patches, arrows and text (no image
+file is read), already closed in pyplot so that a notebook shows it once, as the cell's value, and it
+never piles up in pyplot's list of open figures; ``fig.savefig`` still works. Figures are about 10 inches
+wide. Data coordinates are inches (one axes fills each figure, or each panel, with equal aspect), so the
+sizes below read directly as inches on the page.
+
+* :func:`seq2seq_attention` — chapter 01's GRU encoder–decoder with attention, one decoder step in focus;
+* :func:`residual_layers` — post-norm and pre-norm residual sub-layers side by side;
+* :func:`encoder_decoder_transformer` — the 2017 encoder–decoder Transformer;
+* :func:`gpt_block` — a decoder-only GPT stack with its tied LM head;
+* :func:`attention_masks` — padding, causal and combined masks as query × key grids.
+
+Artists carry a ``gid`` where a test or a reader may want to find them again: a box and its label share
+``"box<n>"``; the attention-weight lines of :func:`seq2seq_attention` are ``"attention-weight"``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Patch, Rectangle
+from matplotlib.path import Path
+from matplotlib.text import Text
+
+# Fill colours by kind of block, the same in every diagram.
+COLOURS = {
+    "attention": "#f9d9b0",
+    "ffn": "#c6e0f5",
+    "norm": "#f6efb4",
+    "embedding": "#f5cdd7",
+    "linear": "#ddd3f0",
+    "softmax": "#cfe8c8",
+    "rnn": "#d6e6f2",
+    "focus": "#f4a259",
+    "frame": "#f2f2f2",
+    "allowed": "#5b9bd5",
+    "blocked": "#e9e9e9",
+}
+ACCENT = "#c0392b"  # the attention path of seq2seq_attention
+INK = "0.2"
+ATTENTION_LINE_WIDTH = 9.0  # points: the line of a weight α carries width α · ATTENTION_LINE_WIDTH
+
+_MAX_WIDTH = 10.5  # inches
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Drawing helpers shared by every diagram
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _canvas(width: float, height: float, panels: int = 1) -> tuple[Figure, list[Axes]]:
+    """A figure of ``panels`` side-by-side axes, each ``width`` × ``height`` data units without frame.
+
+    One unit is one inch unless the whole figure would be wider than 10.5 inches; then it is scaled down.
+    """
+    import matplotlib.pyplot as plt
+
+    scale = min(1.0, _MAX_WIDTH / (width * panels))
+    fig = plt.figure(figsize=(width * panels * scale, height * scale))
+    axes = []
+    for i in range(panels):
+        ax = fig.add_axes((i / panels, 0.0, 1.0 / panels, 1.0))
+        ax.set_xlim(0, width)
+        ax.set_ylim(0, height)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        axes.append(ax)
+    return fig, axes
+
+
+def _finish(fig: Figure) -> Figure:
+    """Take ``fig`` out of pyplot's figure list (so a notebook displays it once) and return it."""
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return fig
+
+
+def _text(ax: Axes, x: float, y: float, s: str, *, size: float = 10, **kw) -> Text:
+    """Centred text above every patch."""
+    kw.setdefault("ha", "center")
+    kw.setdefault("va", "center")
+    kw.setdefault("color", INK)
+    return ax.text(x, y, s, fontsize=size, zorder=5, **kw)
+
+
+def _box(ax: Axes, x: float, y: float, label: str, kind: str, *, w: float = 2.4, h: float = 0.42,
+         size: float = 10, edge: str = INK, lw: float = 1.0, **text_kw) -> FancyBboxPatch:
+    """A rounded box centred on ``(x, y)`` filled with ``COLOURS[kind]``, its label in the middle.
+
+    The box and its label share a ``gid`` ("box0", "box1", ... per axes) so that tests can pair them.
+    """
+    gid = f"box{sum(1 for p in ax.patches if (p.get_gid() or '').startswith('box'))}"
+    patch = FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.07",
+                           facecolor=COLOURS[kind], edgecolor=edge, linewidth=lw, zorder=3, gid=gid)
+    ax.add_patch(patch)
+    _text(ax, x, y, label, size=size, gid=gid, **text_kw)
+    return patch
+
+
+def _frame(ax: Axes, x0: float, y0: float, x1: float, y1: float) -> FancyBboxPatch:
+    """A grey rounded background for a layer that is repeated N times."""
+    patch = FancyBboxPatch((x0, y0), x1 - x0, y1 - y0, boxstyle="round,pad=0,rounding_size=0.15",
+                           facecolor=COLOURS["frame"], edgecolor="0.55", linewidth=1.0, zorder=1)
+    ax.add_patch(patch)
+    return patch
+
+
+def _arrow(ax: Axes, *points: tuple[float, float], color: str = INK, lw: float = 1.2, head: bool = True,
+           both: bool = False, ls: str = "-", alpha: float = 1.0, size: float = 11,
+           gid: str | None = None) -> FancyArrowPatch:
+    """A polyline through ``points`` with an arrow head at the end (``both``: at both ends; ``head=False``:
+    none)."""
+    if len(points) < 2:
+        raise ValueError("an arrow needs at least two points")
+    style = "<|-|>" if both else ("-|>" if head else "-")
+    path = Path(list(points), [Path.MOVETO] + [Path.LINETO] * (len(points) - 1))
+    arrow = FancyArrowPatch(path=path, arrowstyle=style, mutation_scale=size, color=color, linewidth=lw,
+                            linestyle=ls, alpha=alpha, zorder=2, gid=gid, capstyle="round", joinstyle="round")
+    ax.add_patch(arrow)
+    return arrow
+
+
+def _dot(ax: Axes, x: float, y: float, color: str = INK) -> Circle:
+    """A small filled dot where a path branches."""
+    return ax.add_patch(Circle((x, y), 0.045, facecolor=color, edgecolor=color, zorder=4))
+
+
+def _add(ax: Axes, x: float, y: float, r: float = 0.14) -> Circle:
+    """A circled plus: the residual addition."""
+    circle = ax.add_patch(Circle((x, y), r, facecolor="white", edgecolor=INK, linewidth=1.2, zorder=3))
+    d = 0.6 * r
+    _arrow(ax, (x - d, y), (x + d, y), head=False, lw=1.2).set_zorder(4)
+    _arrow(ax, (x, y - d), (x, y + d), head=False, lw=1.2).set_zorder(4)
+    return circle
+
+
+def _residual(ax: Axes, x: float, y_from: float, y_to: float, side: float, *, into_box: float = 0.0,
+              color: str = INK, lw: float = 1.2) -> None:
+    """The skip connection: branch off the stream at ``(x, y_from)``, run up at ``x + side`` and come back
+    into the stream at height ``y_to`` — into an add circle (``into_box=0``) or the side of a box of half
+    width ``into_box``."""
+    _dot(ax, x, y_from, color)
+    edge = x + math.copysign(into_box if into_box else 0.14, side)
+    _arrow(ax, (x, y_from), (x + side, y_from), (x + side, y_to), (edge, y_to), color=color, lw=lw)
+
+
+def _stack(ax: Axes, x: float, y: float, blocks: Sequence[tuple[str, str]], *, gap: float = 0.3,
+           h: float = 0.42, w: float = 2.4, size: float = 10) -> list[float]:
+    """Boxes (label, kind) from ``y`` upwards joined by arrows; ``"+"`` as a label draws an add circle.
+
+    Returns the centre height of every block."""
+    centres = []
+    top = None
+    for label, kind in blocks:
+        half = 0.14 if label == "+" else h / 2
+        centre = y + half if top is None else top + gap + half
+        if top is not None:
+            _arrow(ax, (x, top), (x, centre - half))
+        if label == "+":
+            _add(ax, x, centre)
+        else:
+            _box(ax, x, centre, label, kind, w=w, h=h, size=size)
+        centres.append(centre)
+        top = centre + half
+    return centres
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. RNN encoder–decoder with attention (chapter 01)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _show_char(c: str) -> str:
+    """A character as a label: a space becomes "␣", mathtext's "$" is escaped."""
+    return {" ": "\u2423", "$": r"\$"}.get(c, c)
+
+
+def alignment_weights(source: str, target: str, step: int) -> list[float]:
+    """Illustrative attention weights α_{t,j} of decoder step ``step`` (1-based) over the source characters.
+
+    The step looks mostly at the source character it copies (the k-th occurrence of the same character for the
+    k-th occurrence in the target, e.g. the third digit of "2021" in both), else at the proportional position,
+    and a little at the neighbours: ``softmax(-1.1 |j - p|)``. Sums to 1.
+    """
+    if not source or not target:
+        raise ValueError("source and target must be non-empty")
+    if not 1 <= step <= len(target):
+        raise ValueError(f"step must be in 1..{len(target)}, got {step}")
+    k = step - 1
+    c = target[k]
+    seen = target[:k].count(c)
+    where = [j for j, s in enumerate(source) if s == c]
+    if where:
+        p = where[min(seen, len(where) - 1)]
+    else:
+        p = round(k * (len(source) - 1) / max(1, len(target) - 1))
+    scores = [math.exp(-1.1 * abs(j - p)) for j in range(len(source))]
+    total = sum(scores)
+    return [s / total for s in scores]
+
+
+def seq2seq_attention(source: str = "3 mai 2021", target: str = "2021-05-03", step: int = 3,
+                      weights: Sequence[float] | None = None) -> Figure:
+    """Chapter 01's model at decoder step ``step`` (1-based): which source characters it reads, and how.
+
+    Bottom row: the source characters x_j, a bidirectional GRU encoder and its states h_j. Top row: the
+    decoder GRU, fed the previous target character y_{t-1} (teacher forcing; its own previous prediction at
+    inference) and producing y_t. For the highlighted step, the previous decoder state s_{t-1} is the query;
+    the attention weights α_{t,j} (printed, and drawn as lines whose width and opacity grow with the weight)
+    mix the encoder states into the context vector c_t = Σ_j α_{t,j} h_j that enters the step.
+
+    ``weights`` (one per source character, e.g. a trained model's) replaces the illustrative
+    :func:`alignment_weights`; they are normalised to sum to 1. Strings up to about 20 characters stay legible.
+    """
+    if weights is None:
+        alpha = alignment_weights(source, target, step)
+    else:
+        if len(weights) != len(source):
+            raise ValueError(f"{len(weights)} weights for {len(source)} source characters")
+        if any(a < 0 for a in weights) or not sum(weights) > 0:
+            raise ValueError("weights must be non-negative with a positive sum")
+        alpha = [float(a) / float(sum(weights)) for a in weights]
+        if not 1 <= step <= len(target):
+            raise ValueError(f"step must be in 1..{len(target)}, got {step}")
+
+    dx, left, right = 0.8, 2.0, 0.3
+    columns = max(len(source), len(target))
+    width, height = left + dx * columns + right, 7.0
+    fig, (ax,) = _canvas(width, height)
+
+    def xs(n: int) -> list[float]:
+        start = left + dx * (columns - n) / 2
+        return [start + dx * (i + 0.5) for i in range(n)]
+
+    xe, xd = xs(len(source)), xs(len(target))
+    bw, bh = 0.5, 0.46
+    y_src, y_enc, y_h, y_alpha = 0.85, 1.5, 2.0, 2.33
+    y_ctx, y_in, y_dec, y_out = 3.75, 4.85, 5.6, 6.3
+    t = step - 1
+
+    # Row labels, right-aligned in the left margin.
+    for y, label in [(y_src, "source $x_j$"), (y_enc, "encoder\n(bidirectional GRU)"), (y_h, "states $h_j$"),
+                     (y_alpha, r"weights $\alpha_{t,j}$"), (y_in, "input $y_{t-1}$\n(teacher forcing)"),
+                     (y_dec, "decoder GRU"), (y_out, "output $y_t$")]:
+        _text(ax, left - 0.2, y, label, size=9.5, ha="right")
+
+    # Encoder: characters, GRU boxes, forward and backward arrows, states.
+    for j, (x, c) in enumerate(zip(xe, source, strict=True)):
+        _text(ax, x, y_src, _show_char(c), size=11, family="monospace")
+        _arrow(ax, (x, y_src + 0.17), (x, y_enc - bh / 2), size=8)
+        _box(ax, x, y_enc, "GRU", "rnn", w=bw, h=bh, size=8)
+        _text(ax, x, y_h, f"$h_{{{j + 1}}}$", size=9)
+        if j + 1 < len(xe):
+            a, b = x + bw / 2, xe[j + 1] - bw / 2
+            _arrow(ax, (a, y_enc + 0.1), (b, y_enc + 0.1), size=7, lw=1.0)
+            _arrow(ax, (b, y_enc - 0.1), (a, y_enc - 0.1), size=7, lw=1.0)
+
+    # Decoder: inputs y_{t-1}, GRU boxes joined by the state s, outputs y_t; step t highlighted.
+    inputs = ["<sos>"] + [_show_char(c) for c in target[:-1]]
+    for i, (x, c) in enumerate(zip(xd, target, strict=True)):
+        focus = i == t
+        colour = ACCENT if focus else INK
+        weight = "bold" if focus else "normal"
+        _text(ax, x, y_in, inputs[i], size=8 if i == 0 else 11, family="monospace", color=colour,
+              weight=weight)
+        _arrow(ax, (x, y_in + 0.17), (x, y_dec - bh / 2), size=8)
+        _box(ax, x, y_dec, "GRU", "focus" if focus else "rnn", w=bw, h=bh, size=8, lw=2.0 if focus else 1.0)
+        _arrow(ax, (x, y_dec + bh / 2), (x, y_out - 0.17), size=8)
+        _text(ax, x, y_out, _show_char(c), size=11, family="monospace", color=colour, weight=weight)
+        if i + 1 < len(xd):
+            _arrow(ax, (x + bw / 2, y_dec), (xd[i + 1] - bw / 2, y_dec), size=8,
+                   color=ACCENT if i + 1 == t else INK, lw=1.8 if i + 1 == t else 1.2)
+    _arrow(ax, (xd[0] - dx / 2 - 0.05, y_dec), (xd[0] - bw / 2, y_dec), size=8, color=ACCENT if t == 0 else INK)
+
+    # Attention: query s_{t-1} down to the context node; weighted lines from every h_j; c_t into step t.
+    r = 0.24
+    xq = xd[t] - dx / 2
+    node = (xq, y_ctx)
+    ax.add_patch(Circle(node, r, facecolor="white", edgecolor=ACCENT, linewidth=1.8, zorder=3))
+    _text(ax, xq, y_ctx, "$c_t$", size=11, color=ACCENT)
+    _arrow(ax, (xq, y_dec), (xq, y_ctx + r), color=ACCENT, ls="--", size=9)
+    _text(ax, xq - 0.1, (y_dec + y_ctx) / 2 - 0.35, "query $s_{t-1}$", size=9, color=ACCENT, ha="right")
+    _arrow(ax, (xq + r * 0.7, y_ctx + r * 0.7), (xd[t] - bw / 2 + 0.05, y_dec - bh / 2), color=ACCENT, lw=1.8,
+           size=10)
+    peak = max(alpha)
+    for x, a in zip(xe, alpha, strict=True):
+        _text(ax, x, y_alpha, f"{a:.2f}", size=7.5, color=ACCENT if a == peak else INK)
+        dxn, dyn = x - node[0], y_alpha + 0.14 - node[1]
+        norm = math.hypot(dxn, dyn)
+        end = (node[0] + r * dxn / norm, node[1] + r * dyn / norm)
+        _arrow(ax, (x, y_alpha + 0.14), end, head=False, color=ACCENT, lw=ATTENTION_LINE_WIDTH * a,
+               alpha=0.2 + 0.8 * a / peak, gid="attention-weight")
+
+    _text(ax, left + dx * columns / 2, 0.3,
+          r"context $c_t = \sum_j \alpha_{t,j}\, h_j$, with weights $\alpha_{t,j}$ = softmax over $j$ of "
+          r"score$(s_{t-1}, h_j)$;  line width $\propto \alpha_{t,j}$", size=9.5)
+    _text(ax, left + dx * columns / 2, height - 0.3,
+          f"Encoder–decoder with attention, decoder step t = {step}: producing "
+          f"\u201c{_show_char(target[t])}\u201d", size=12, weight="bold")
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. Post-norm versus pre-norm residual sub-layers
+# ---------------------------------------------------------------------------------------------------------
+
+
+def residual_layers() -> Figure:
+    """One Transformer sub-layer (attention or FFN) with its residual connection, in the two orders.
+
+    Left, post-norm (the 2017 Transformer, BERT): x → sublayer → add x → LayerNorm, y = LayerNorm(x +
+    Sublayer(x)); the residual path itself passes through a LayerNorm at every layer. Right, pre-norm (GPT-2
+    onwards): x → LayerNorm → sublayer → add x, y = x + Sublayer(LayerNorm(x)); the residual path is a clean
+    identity from input to output, so deep stacks train without warm-up tricks and need one final LayerNorm.
+    """
+    width, height = 5.0, 6.0
+    fig, axes = _canvas(width, height, panels=2)
+    x, side, y_x, y_in = 2.5, -1.55, 1.0, 1.75
+    post = [("sublayer\n(attention or FFN)", "attention"), ("+", ""), ("LayerNorm", "norm")]
+    pre = [("LayerNorm", "norm"), ("sublayer\n(attention or FFN)", "attention"), ("+", "")]
+    panels = [
+        (axes[0], post, "post-norm (Transformer 2017, BERT)",
+         r"$y = \mathrm{LayerNorm}(x + \mathrm{Sublayer}(x))$",
+         "the residual path passes through\na LayerNorm in every layer"),
+        (axes[1], pre, "pre-norm (GPT-2 onwards)",
+         r"$y = x + \mathrm{Sublayer}(\mathrm{LayerNorm}(x))$",
+         "the residual path is the identity;\none final LayerNorm after the stack"),
+    ]
+    for ax, blocks, title, formula, note in panels:
+        _text(ax, x, height - 0.3, title, size=12, weight="bold")
+        _text(ax, x, height - 0.75, formula, size=10.5)
+        _text(ax, x, y_x, "$x$", size=12)
+        _arrow(ax, (x, y_x + 0.15), (x, y_in))
+        centres = _stack(ax, x, y_in, blocks, gap=0.45, h=0.62, w=2.3)
+        plus = centres[blocks.index(("+", ""))]
+        branch = (y_x + y_in) / 2 + 0.1
+        _residual(ax, x, branch, plus, side, color=ACCENT, lw=1.6)
+        _text(ax, x + side - 0.1, (branch + plus) / 2, "residual", size=9, rotation=90, ha="right", color=ACCENT)
+        top = centres[-1] + (0.14 if blocks[-1][0] == "+" else 0.31)
+        _arrow(ax, (x, top), (x, top + 0.4))
+        _text(ax, x, top + 0.56, "$y$", size=12)
+        _text(ax, x, 0.35, note, size=9, color="0.35")
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. The encoder–decoder Transformer
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _embed(ax: Axes, x: float, y: float, tokens: str, embedding: str, w: float, side: float) -> float:
+    """Tokens → embedding box → add circle fed by the positional encoding (from the ``side``); returns the
+    height of the circle's top."""
+    _text(ax, x, y, tokens, size=9.5)
+    _arrow(ax, (x, y + 0.15), (x, y + 0.5))
+    _box(ax, x, y + 0.71, embedding, "embedding", w=w)
+    _arrow(ax, (x, y + 0.92), (x, y + 1.22))
+    _add(ax, x, y + 1.36)
+    _text(ax, x + side, y + 1.36, "positional\nencoding", size=9, ha="right" if side < 0 else "left")
+    _arrow(ax, (x + side + (0.05 if side < 0 else -0.05), y + 1.36), (x + math.copysign(0.14, -side), y + 1.36))
+    return y + 1.5
+
+
+def encoder_decoder_transformer() -> Figure:
+    """The encoder–decoder Transformer of "Attention Is All You Need" (2017), post-norm as in the paper.
+
+    Left: source tokens → embedding + positional encoding → N × [self-attention, add & LayerNorm, feed-forward,
+    add & LayerNorm]. Right: target tokens shifted right → embedding + positional encoding → N × [masked
+    self-attention, add & LayerNorm, cross-attention whose keys and values are the encoder's output, add &
+    LayerNorm, feed-forward, add & LayerNorm] → linear → softmax → next-token probabilities.
+    """
+    width, height = 9.6, 9.0
+    fig, (ax,) = _canvas(width, height)
+    xe, xd, w, h, gap = 2.9, 6.7, 2.2, 0.42, 0.3
+    step = h + gap
+
+    # Encoder.
+    top = _embed(ax, xe, 0.3, "source tokens", "input embedding", w, -1.3)
+    base = top + 0.55
+    enc = [("self-attention", "attention"), ("add & LayerNorm", "norm"), ("feed-forward (FFN)", "ffn"),
+           ("add & LayerNorm", "norm")]
+    enc_y = [base + h / 2 + i * step for i in range(len(enc))]
+    _frame(ax, xe - w / 2 - 0.45, base - 0.3, xe + w / 2 + 0.2, enc_y[-1] + h / 2 + 0.25)
+    _arrow(ax, (xe, top), (xe, base))
+    _stack(ax, xe, base, enc, gap=gap, h=h, w=w)
+    for sub, norm in [(0, 1), (2, 3)]:
+        _residual(ax, xe, enc_y[sub] - h / 2 - gap / 2, enc_y[norm], -(w / 2 + 0.25), into_box=w / 2)
+    _text(ax, xe - w / 2 - 0.7, (enc_y[0] + enc_y[-1]) / 2, "encoder\nlayer\n× N", size=10.5, ha="right",
+          weight="bold")
+
+    # Decoder.
+    top = _embed(ax, xd, 0.3, "target tokens (shifted right)", "output embedding", w, 1.3)
+    dec = [("masked self-attention", "attention"), ("add & LayerNorm", "norm"), ("cross-attention", "attention"),
+           ("add & LayerNorm", "norm"), ("feed-forward (FFN)", "ffn"), ("add & LayerNorm", "norm")]
+    dec_y = [base + h / 2 + i * step for i in range(len(dec))]
+    _frame(ax, xd - w / 2 - 0.2, base - 0.3, xd + w / 2 + 0.45, dec_y[-1] + h / 2 + 0.25)
+    _arrow(ax, (xd, top), (xd, base))
+    _stack(ax, xd, base, dec, gap=gap, h=h, w=w)
+    for sub, norm in [(0, 1), (2, 3), (4, 5)]:
+        _residual(ax, xd, dec_y[sub] - h / 2 - gap / 2, dec_y[norm], w / 2 + 0.25, into_box=w / 2)
+    _text(ax, xd + w / 2 + 0.7, (dec_y[0] + dec_y[-1]) / 2, "decoder\nlayer\n× N", size=10.5, ha="left",
+          weight="bold")
+
+    # The encoder's output feeds every decoder layer's cross-attention as keys and values.
+    out = enc_y[-1] + h / 2
+    mid = (xe + xd) / 2 + 0.2
+    _arrow(ax, (xe, out), (xe, out + 0.55), (mid, out + 0.55), (mid, dec_y[2]), (xd - w / 2, dec_y[2]),
+           lw=1.6, color=ACCENT)
+    _text(ax, mid - 0.1, (out + 0.55 + dec_y[2]) / 2 + 0.1, "keys,\nvalues", size=9, color=ACCENT, ha="right")
+    _text(ax, xd - w / 2 + 0.05, dec_y[2] - h / 2 - 0.12, "queries", size=8, color="0.35", ha="left")
+
+    # Output head.
+    y = dec_y[-1] + h / 2
+    head = _stack(ax, xd, y + 0.55, [("linear", "linear"), ("softmax", "softmax")], gap=gap, h=h, w=w)
+    _arrow(ax, (xd, y), (xd, y + 0.55))
+    _arrow(ax, (xd, head[-1] + h / 2), (xd, head[-1] + h / 2 + 0.3))
+    _text(ax, xd, head[-1] + h / 2 + 0.45, "next-token probabilities", size=9.5)
+    _text(ax, xe, height - 0.45, "Transformer (encoder–decoder, 2017)", size=13, weight="bold")
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. The decoder-only GPT stack
+# ---------------------------------------------------------------------------------------------------------
+
+
+def gpt_block() -> Figure:
+    """A GPT model, pre-norm: token + position embeddings → N × [LayerNorm → causal self-attention → add,
+    LayerNorm → MLP → add] → final LayerNorm → LM head → softmax over the vocabulary.
+
+    The residual stream runs straight up the middle; each sub-layer reads a normalised copy and adds its result
+    back. The LM head is a linear layer whose weight is the token-embedding matrix (tied weights), drawn as
+    the dashed link on the left.
+    """
+    width, height = 9.0, 9.6
+    fig, (ax,) = _canvas(width, height)
+    x, w, h, gap = 4.2, 2.6, 0.42, 0.28
+
+    _text(ax, x, 0.3, "token ids $x_1 \\ldots x_T$", size=9.5)
+    _arrow(ax, (x, 0.45), (x, 0.7))
+    _box(ax, x, 0.91, "token embedding $W_E$", "embedding", w=w, h=h)
+    _arrow(ax, (x, 1.12), (x, 1.4))
+    _add(ax, x, 1.54)
+    _box(ax, x + 3.0, 1.54, "position embedding $W_P$", "embedding", w=2.4, h=h)
+    _arrow(ax, (x + 1.8, 1.54), (x + 0.14, 1.54))
+
+    base = 2.25
+    blocks = [("LayerNorm", "norm"), ("causal self-attention", "attention"), ("+", ""),
+              ("LayerNorm", "norm"), ("MLP (GELU)", "ffn"), ("+", "")]
+    frame_top = base + 4 * h + 2 * 0.28 + 5 * gap + 0.3
+    _frame(ax, x - w / 2 - 0.3, base - 0.3, x + w / 2 + 0.6, frame_top)
+    _arrow(ax, (x, 1.68), (x, base))
+    centres = _stack(ax, x, base, blocks, gap=gap, h=h, w=w)
+    _residual(ax, x, base - 0.15, centres[2], w / 2 + 0.35)
+    _residual(ax, x, centres[2] + 0.14 + gap / 2, centres[5], w / 2 + 0.35)
+    _text(ax, x + w / 2 + 0.85, (centres[0] + centres[-1]) / 2, "transformer\nblock\n× N", size=10.5,
+          ha="left", weight="bold")
+    _text(ax, x + w / 2 + 0.85, centres[1] - 0.05, "mask: token t\nsees tokens ≤ t", size=8.5, ha="left",
+          color="0.35")
+
+    y = centres[-1] + 0.14
+    head = _stack(ax, x, y + 0.55, [("final LayerNorm", "norm"), ("LM head (linear, $W_E^\\top$)", "linear"),
+                                    ("softmax", "softmax")], gap=gap, h=h, w=w)
+    _arrow(ax, (x, y), (x, y + 0.55))
+    _arrow(ax, (x, head[-1] + h / 2), (x, head[-1] + h / 2 + 0.3))
+    _text(ax, x, head[-1] + h / 2 + 0.45, "next-token probabilities", size=9.5)
+
+    # Tied weights: the LM head reuses the token-embedding matrix.
+    tie = x - w / 2 - 0.75
+    _arrow(ax, (x - w / 2, 0.91), (tie, 0.91), (tie, head[1]), (x - w / 2, head[1]), both=True, ls="--",
+           color=ACCENT, lw=1.3)
+    _text(ax, tie - 0.12, (0.91 + head[1]) / 2, "tied weights: the same matrix $W_E$", size=9, rotation=90,
+          ha="right", color=ACCENT)
+    _text(ax, x, height - 0.3, "GPT: a decoder-only, pre-norm Transformer", size=13, weight="bold")
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 5. Attention masks
+# ---------------------------------------------------------------------------------------------------------
+
+
+def mask_grids(n: int, padded: int | None = None) -> dict[str, list[list[bool]]]:
+    """The three ``n`` × ``n`` masks (True = the query may attend to the key) of :func:`attention_masks`.
+
+    ``padded`` keys at the end are padding (default ``n // 3``, at least 1, at most ``n - 1``)."""
+    if n < 2:
+        raise ValueError(f"n must be at least 2, got {n}")
+    pad = max(1, n // 3) if padded is None else padded
+    if not 0 <= pad < n:
+        raise ValueError(f"padded must be in 0..{n - 1}, got {pad}")
+    valid = [k < n - pad for k in range(n)]
+    return {
+        "padding": [[valid[k] for k in range(n)] for _ in range(n)],
+        "causal": [[k <= q for k in range(n)] for q in range(n)],
+        "both": [[valid[k] and k <= q for k in range(n)] for q in range(n)],
+    }
+
+
+def attention_masks(n: int = 6) -> Figure:
+    """Padding (key) mask, causal mask and both combined, as ``n`` × ``n`` grids: query i on row i, key j on
+    column j, a filled cell where the score is kept and a grey one where it is set to −∞ before the softmax.
+
+    The last ``n // 3`` keys are padding. The combined mask is the logical AND; every row keeps key 1, so no
+    softmax row is empty.
+    """
+    grids = mask_grids(n)
+    pad = sum(1 for ok in grids["padding"][0] if not ok)
+    cell = min(0.42, 2.6 / n)
+    size = 9 if cell >= 0.3 else 7
+    margin, width = 0.6, n * cell + 0.9
+    height = n * cell + 2.1
+    fig, axes = _canvas(width, height, panels=3)
+    titles = {"padding": "padding (key) mask", "causal": "causal mask", "both": "padding + causal"}
+    notes = {"padding": f"the last {pad} key{'s are' if pad > 1 else ' is'} <pad>",
+             "causal": "query i sees keys ≤ i", "both": "both: logical AND"}
+    for ax, (name, grid) in zip(axes, grids.items(), strict=True):
+        x0, y_top = margin, n * cell + 0.9
+        for q in range(n):
+            for k in range(n):
+                ok = grid[q][k]
+                ax.add_patch(Rectangle((x0 + k * cell, y_top - (q + 1) * cell), cell, cell, zorder=2,
+                                       facecolor=COLOURS["allowed" if ok else "blocked"], edgecolor="white",
+                                       linewidth=1.5))
+            _text(ax, x0 - 0.08, y_top - (q + 0.5) * cell, f"$q_{{{q + 1}}}$", size=size, ha="right")
+        for k in range(n):
+            _text(ax, x0 + (k + 0.5) * cell, y_top + 0.1, f"$k_{{{k + 1}}}$", size=size, va="bottom",
+                  color=INK if k < n - pad else "0.6")
+        _text(ax, x0 + n * cell / 2, y_top + 0.55, "keys", size=9, color="0.35")
+        _text(ax, x0 - 0.45, y_top - n * cell / 2, "queries", size=9, rotation=90, color="0.35")
+        _text(ax, x0 + n * cell / 2, height - 0.25, titles[name], size=11.5, weight="bold")
+        _text(ax, x0 + n * cell / 2, 0.65, notes[name], size=9, color="0.3")
+    fig.legend(handles=[Patch(facecolor=COLOURS["allowed"], label="allowed: score kept"),
+                        Patch(facecolor=COLOURS["blocked"], edgecolor="0.7", label="blocked: score → −∞")],
+               loc="lower center", ncol=2, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.0))
+    return _finish(fig)

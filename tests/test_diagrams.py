@@ -1,0 +1,208 @@
+"""dlcourse.diagrams: every figure has its labels, none of its texts collide, and it renders to PNG."""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+
+from dlcourse import diagrams  # noqa: E402
+
+DIAGRAMS = [
+    diagrams.seq2seq_attention,
+    diagrams.residual_layers,
+    diagrams.encoder_decoder_transformer,
+    diagrams.gpt_block,
+    diagrams.attention_masks,
+]
+
+
+def texts_of(fig: Figure) -> list[Text]:
+    """Every visible, non-empty text of ``fig``: figure texts, axes texts and titles, legend entries."""
+    found = list(fig.texts)
+    for ax in fig.axes:
+        found += ax.texts + [ax.title, ax._left_title, ax._right_title]
+        if ax.get_legend() is not None:
+            found += ax.get_legend().get_texts()
+    for legend in fig.legends:
+        found += legend.get_texts()
+    return [t for t in found if t.get_visible() and t.get_text().strip()]
+
+
+def labels_of(fig: Figure) -> list[str]:
+    return [t.get_text() for t in texts_of(fig)]
+
+
+def assert_legible(fig: Figure, tolerance: float = 0.5) -> None:
+    """No two texts of ``fig`` overlap (by more than ``tolerance`` pixels each way), every text lies inside
+    the figure, and every box label (a text sharing a ``gid`` "box…" with a patch) lies inside its box.
+
+    Draws on an Agg canvas: a figure closed in pyplot keeps only a base canvas, which cannot draw itself."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    texts = texts_of(fig)
+    boxes = {t: t.get_window_extent(renderer) for t in texts}
+    for a, b in itertools.combinations(texts, 2):
+        ba, bb = boxes[a], boxes[b]
+        dx = min(ba.x1, bb.x1) - max(ba.x0, bb.x0)
+        dy = min(ba.y1, bb.y1) - max(ba.y0, bb.y0)
+        assert dx <= tolerance or dy <= tolerance, f"{a.get_text()!r} overlaps {b.get_text()!r}"
+    page = fig.bbox
+    for t, bb in boxes.items():
+        assert (bb.x0 >= page.x0 - 1 and bb.x1 <= page.x1 + 1 and bb.y0 >= page.y0 - 1 and bb.y1 <= page.y1 + 1), \
+            f"{t.get_text()!r} sticks out of the figure"
+    for ax in fig.axes:
+        patches = {p.get_gid(): p for p in ax.patches if (p.get_gid() or "").startswith("box")}
+        for t in ax.texts:
+            if (t.get_gid() or "").startswith("box"):
+                outer, inner = patches[t.get_gid()].get_window_extent(renderer), boxes[t]
+                assert (inner.x0 >= outer.x0 and inner.x1 <= outer.x1 and inner.y0 >= outer.y0
+                        and inner.y1 <= outer.y1), f"label {t.get_text()!r} spills out of its box"
+
+
+def png_bytes(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=60)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("draw", DIAGRAMS, ids=lambda f: f.__name__)
+def test_figure_is_closed_notebook_sized_legible_and_renders(draw):
+    before = plt.get_fignums()
+    fig = draw()
+    assert isinstance(fig, Figure)
+    assert plt.get_fignums() == before, "the figure must not stay open in pyplot (a notebook would show it twice)"
+    assert 9 <= fig.get_figwidth() <= 11
+    assert_legible(fig)
+    assert png_bytes(fig).startswith(b"\x89PNG")
+
+
+def test_seq2seq_attention_labels():
+    labels = labels_of(diagrams.seq2seq_attention("3 mai 2021", "2021-05-03", step=3))
+    for c in "3mai2021":
+        assert c in labels
+    assert labels.count("\u2423") == 2  # the two spaces of the source
+    for key in ["<sos>", "query $s_{t-1}$", "$c_t$", "$h_{1}$", "$h_{10}$", "decoder GRU",
+                "input $y_{t-1}$\n(teacher forcing)"]:
+        assert key in labels, key
+    assert labels.count("GRU") == 20
+    assert any("step t = 3" in s for s in labels)
+
+
+def attention_lines(fig: Figure):
+    return [p for ax in fig.axes for p in ax.patches if p.get_gid() == "attention-weight"]
+
+
+def test_seq2seq_attention_weights_are_a_distribution_drawn_by_width_and_opacity():
+    source = "3 mai 2021"
+    fig = diagrams.seq2seq_attention(source, "2021-05-03", step=3)
+    lines = attention_lines(fig)
+    assert len(lines) == len(source)
+    widths = [p.get_linewidth() for p in lines]
+    alphas = [p.get_alpha() for p in lines]
+    assert sum(widths) / diagrams.ATTENTION_LINE_WIDTH == pytest.approx(1.0)
+    assert max(widths) > 3 * min(widths) and max(alphas) > 2 * min(alphas)
+    assert sorted(range(len(lines)), key=widths.__getitem__) == sorted(range(len(lines)), key=alphas.__getitem__)
+    # Step 3 writes the third digit of the year: the widest line comes from h_9, the source's second "2".
+    assert widths.index(max(widths)) == 8
+    printed = [float(t.get_text()) for t in fig.axes[0].texts if t.get_text().startswith("0.")]
+    assert len(printed) == len(source) and sum(printed) == pytest.approx(1.0, abs=0.01 * len(source))
+
+
+def test_seq2seq_attention_takes_given_weights_and_checks_arguments():
+    fig = diagrams.seq2seq_attention("abc", "cab", step=1, weights=[1, 2, 5])
+    widths = [p.get_linewidth() / diagrams.ATTENTION_LINE_WIDTH for p in attention_lines(fig)]
+    assert widths == pytest.approx([1 / 8, 2 / 8, 5 / 8])
+    with pytest.raises(ValueError):
+        diagrams.seq2seq_attention("abc", "cab", step=4)
+    with pytest.raises(ValueError):
+        diagrams.seq2seq_attention("abc", "cab", step=1, weights=[1, 2])
+    assert sum(diagrams.alignment_weights("3 mai 2021", "2021-05-03", 10)) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("source", "target", "step"), [
+    ("03.03.21", "2021-03-03", 1), ("3 mai 2021", "2021-05-03", 10), ("on 12/4/99", "1999-12-04", 6),
+])
+def test_seq2seq_attention_stays_legible_for_other_steps_and_dates(source, target, step):
+    fig = diagrams.seq2seq_attention(source, target, step=step)
+    assert_legible(fig)
+    assert len(attention_lines(fig)) == len(source)
+
+
+def test_residual_layers_labels():
+    labels = labels_of(diagrams.residual_layers())
+    assert labels.count("LayerNorm") == 2
+    assert labels.count("sublayer\n(attention or FFN)") == 2
+    assert labels.count("residual") == 2
+    assert any(s.startswith("post-norm") for s in labels) and any(s.startswith("pre-norm") for s in labels)
+    assert r"$y = x + \mathrm{Sublayer}(\mathrm{LayerNorm}(x))$" in labels
+
+
+def test_encoder_decoder_transformer_labels():
+    labels = labels_of(diagrams.encoder_decoder_transformer())
+    for key in ["self-attention", "masked self-attention", "cross-attention", "keys,\nvalues", "linear",
+                "softmax", "input embedding", "output embedding", "encoder\nlayer\n× N", "decoder\nlayer\n× N"]:
+        assert key in labels, key
+    assert labels.count("add & LayerNorm") == 5
+    assert labels.count("feed-forward (FFN)") == 2
+    assert labels.count("positional\nencoding") == 2
+
+
+def test_gpt_block_labels():
+    labels = labels_of(diagrams.gpt_block())
+    for key in ["causal self-attention", "MLP (GELU)", "final LayerNorm", "token embedding $W_E$",
+                "position embedding $W_P$", "softmax", "transformer\nblock\n× N"]:
+        assert key in labels, key
+    assert labels.count("LayerNorm") == 2
+    assert any(s.startswith("LM head") for s in labels) and any(s.startswith("tied weights") for s in labels)
+
+
+def test_mask_grids():
+    grids = diagrams.mask_grids(6)
+    assert grids["padding"][0] == [True] * 4 + [False] * 2
+    assert grids["causal"][2] == [True] * 3 + [False] * 3
+    assert grids["both"][5] == [True] * 4 + [False] * 2
+    assert all(row[0] for grid in grids.values() for row in grid)  # no softmax row left empty
+    with pytest.raises(ValueError):
+        diagrams.mask_grids(1)
+
+
+@pytest.mark.parametrize("n", [3, 6, 10])
+def test_attention_masks(n):
+    fig = diagrams.attention_masks(n)
+    assert_legible(fig)
+    labels = labels_of(fig)
+    for key in ["padding (key) mask", "causal mask", "padding + causal", "allowed: score kept",
+                "blocked: score → −∞", "$q_{1}$", f"$k_{{{n}}}$"]:
+        assert key in labels, key
+    grids = diagrams.mask_grids(n)
+    for ax, grid in zip(fig.axes, grids.values(), strict=True):
+        cells = [p for p in ax.patches if p.get_gid() is None]
+        assert len(cells) == n * n
+        allowed = to_rgba(diagrams.COLOURS["allowed"])
+        assert sum(p.get_facecolor() == allowed for p in cells) == sum(map(sum, grid))
+
+
+def test_assert_legible_catches_colliding_texts_and_spilling_labels():
+    fig = Figure(figsize=(10, 3))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.text(0.5, 0.5, "attention")
+    ax.text(0.51, 0.5, "weights")
+    with pytest.raises(AssertionError, match="overlaps"):
+        assert_legible(fig)
+    fig, (ax,) = diagrams._canvas(10, 3)
+    diagrams._box(ax, 5, 1.5, "a label far wider than its box", "norm", w=0.5)
+    with pytest.raises(AssertionError, match="spills"):
+        assert_legible(fig)
+    plt.close(fig)
