@@ -1,4 +1,5 @@
-"""Causal language models: the output convention, tiny GPT-2 oracles, and weight loading (chapter 04).
+"""Causal language models: the output convention, tiny GPT-2 oracles, weight loading, and the power-law fit
+of a scaling curve (chapter 04).
 
 A course model's ``forward(input_ids, past=None)`` returns an :class:`LMOutput` whose ``.logits`` is
 (B, T, V), as a Hugging Face model's output does, so the same decoding code runs on both. ``past`` is a
@@ -12,6 +13,7 @@ import copy
 from collections.abc import Iterator
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -21,6 +23,47 @@ KVCache = list[tuple[torch.Tensor, torch.Tensor]]
 class LMOutput(NamedTuple):
     logits: torch.Tensor  # (B, T, V)
     past: KVCache | None  # keys and values of every position so far, per layer
+
+
+class PowerLaw(NamedTuple):
+    """``loss ≈ a · n ** -alpha``: a straight line of slope ``-alpha`` on log–log axes."""
+
+    a: float
+    alpha: float
+
+    def __call__(self, n: float | np.ndarray) -> float | np.ndarray:
+        return self.a * np.asarray(n, dtype=float) ** -self.alpha
+
+
+def fit_power_law(n: list[float] | np.ndarray, loss: list[float] | np.ndarray) -> PowerLaw:
+    """Least-squares fit of ``log loss = log a - alpha · log n`` (e.g. held-out loss against parameters).
+
+    Args:
+        n: (K,) positive sizes (parameters, tokens, compute), at least two distinct values.
+        loss: (K,) positive losses measured at those sizes.
+
+    Returns:
+        The fitted :class:`PowerLaw`; ``alpha > 0`` when the loss falls as ``n`` grows.
+    """
+    x, y = np.asarray(n, dtype=float), np.asarray(loss, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"n and loss must be 1-D and of one length, got {x.shape} and {y.shape}")
+    if np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError("a power law is fitted on logarithms: n and loss must be positive")
+    if len(np.unique(x)) < 2:
+        raise ValueError("at least two distinct sizes are needed to fit a slope")
+    slope, intercept = np.polyfit(np.log(x), np.log(y), deg=1)
+    return PowerLaw(a=float(np.exp(intercept)), alpha=float(-slope))
+
+
+def non_embedding_parameters(model: nn.Module) -> int:
+    """Parameters outside the embedding tables (the ``N`` of Kaplan et al.'s scaling laws).
+
+    Counts every parameter except those of ``nn.Embedding`` modules; a weight tied to an embedding (a GPT's
+    output layer) is an embedding parameter too.
+    """
+    embedded = {id(p) for m in model.modules() if isinstance(m, nn.Embedding) for p in m.parameters()}
+    return sum(p.numel() for p in model.parameters() if id(p) not in embedded)
 
 
 @contextlib.contextmanager

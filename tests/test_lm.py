@@ -1,6 +1,7 @@
 """Chapter 04's package pieces: the Shakespeare corpus, GPT-2 weight conversion, the refusal guard, the
 cached-model adapter and the sampling explorer's logic."""
 
+import numpy as np
 import pytest
 import torch
 from transformers import GPT2LMHeadModel, TopKLogitsWarper
@@ -195,3 +196,23 @@ def test_beam_tree_prompt_keeps_its_newline():
     box = view.controls["text"]
     assert isinstance(box, W.Textarea) and box.value == "JULIET:\nO" and not box.continuous_update
     assert seen[-1] == [ord(c) % 60 for c in "JULIET:\nO"]
+
+
+def test_fit_power_law_recovers_a_known_exponent():
+    n = np.array([2e4, 6e4, 1.5e5, 3e5, 8e5])
+    noise = np.exp(np.random.default_rng(0).normal(0, 0.002, n.shape))  # 0.2 % multiplicative noise
+    law = lm.fit_power_law(n, 7.0 * n ** -0.076 * noise)
+    assert law.alpha == pytest.approx(0.076, abs=0.005) and law.a == pytest.approx(7.0, rel=0.1)
+    assert law(1e6) == pytest.approx(7.0 * 1e6 ** -0.076, rel=0.01)
+    exact = lm.fit_power_law([1, 10, 100], [4.0, 2.0, 1.0])  # halves per decade: alpha = log10(2)
+    assert exact.alpha == pytest.approx(np.log10(2)) and exact.a == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="positive"):
+        lm.fit_power_law([1, 10], [1.0, 0.0])
+    with pytest.raises(ValueError, match="two distinct"):
+        lm.fit_power_law([5, 5], [1.0, 2.0])
+
+
+def test_non_embedding_parameters_leave_out_tied_embeddings():
+    hf = lm.tiny_gpt2(seed=0)  # wte, wpe and an lm_head tied to wte
+    embeddings = hf.transformer.wte.weight.numel() + hf.transformer.wpe.weight.numel()
+    assert lm.non_embedding_parameters(hf) == sum(p.numel() for p in hf.parameters()) - embeddings
