@@ -135,6 +135,28 @@ def pad_batch(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     return out, lengths
 
 
+def exact_match(predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per example, whether a decoded output is the whole target: bool (B,).
+
+    Args:
+        predictions: (B, T') int64 ids as a decoder emitted them, of any length T'; whatever follows an
+            example's first <eos> is ignored (a batched decoder keeps writing after it).
+        targets: (B, T) int64 ids, each ending in <eos> and then padding, as :meth:`DateData.tensors` gives.
+
+    An example counts only when every target position up to and including its <eos> is predicted, so an
+    output that stops early, runs past the target's end or never emits <eos> is wrong.
+    """
+    if predictions.dim() != 2 or targets.dim() != 2 or len(predictions) != len(targets):
+        raise ValueError(f"need (B, T') predictions and (B, T) targets, got {tuple(predictions.shape)} "
+                         f"and {tuple(targets.shape)}")
+    T = targets.shape[1]
+    pred = predictions[:, :T]
+    is_eos = (pred == EOS).long()
+    after_eos = (is_eos.cumsum(dim=1) - is_eos) > 0  # (B, min(T', T)): positions after the first <eos>
+    pred = torch.nn.functional.pad(pred.masked_fill(after_eos, PAD), (0, T - pred.shape[1]), value=PAD)
+    return (pred == targets).all(dim=1)
+
+
 @dataclass(frozen=True)
 class DateData:
     """Encoded splits: sources (N, S) with lengths, targets (N, 11·k) = k ISO dates, separators, <eos>."""

@@ -3,6 +3,7 @@
 import datetime as dt
 
 import pytest
+import torch
 
 from dlcourse import dates
 
@@ -54,3 +55,25 @@ def test_vocabularies_cover_every_character_and_round_trip():
 def test_bad_count_is_refused():
     with pytest.raises(ValueError, match="max_dates"):
         dates.generate(3, seed=0, max_dates=0)
+
+
+def test_exact_match_needs_the_whole_target_up_to_eos():
+    vocab = dates.vocabularies()[1]
+    targets, _ = dates.pad_batch([vocab.encode("1999-12-04", eos=True), vocab.encode("1", eos=True)])  # (2, 11)
+    right = targets.clone()
+    right[1, 2:] = torch.tensor(vocab.encode("999999999"))  # after <eos> a batched decoder writes on: ignored
+    assert dates.exact_match(right, targets).tolist() == [True, True]
+    longer = torch.cat([right, torch.full((2, 4), 5)], dim=1)  # extra columns after <eos> change nothing
+    assert dates.exact_match(longer, targets).tolist() == [True, True]
+    wrong_digit = right.clone()
+    wrong_digit[0, 3] = vocab.encode("8")[0]
+    assert dates.exact_match(wrong_digit, targets).tolist() == [False, True]
+    no_eos = right.clone()
+    no_eos[0, 10] = vocab.encode("0")[0]  # runs on instead of stopping
+    early = right.clone()
+    early[0, 4] = dates.EOS  # stops before the end
+    assert dates.exact_match(no_eos, targets).tolist() == [False, True]
+    assert dates.exact_match(early, targets).tolist() == [False, True]
+    assert dates.exact_match(right[:, :5], targets).tolist() == [False, True]  # too short to hold the date
+    with pytest.raises(ValueError):
+        dates.exact_match(right[0], targets)
