@@ -64,6 +64,12 @@ def trains(switch: bool = False) -> bool:
     return is_fast() or retraining(switch)
 
 
+def loads_shipped(switch: bool = False) -> bool:
+    """Whether what follows a demo uses its shipped checkpoint rather than what the notebook trained: always
+    in FAST mode (its seconds-long run only exercised the code), in full mode unless :func:`retraining`."""
+    return is_fast() or not retraining(switch)
+
+
 def get_device(prefer: str | None = None) -> torch.device:
     """The best available device: CUDA, then Apple MPS, then CPU.
 

@@ -26,21 +26,23 @@ def test_fast_switch(monkeypatch, env, expected):
     assert runtime.budget(100, 3) == (3 if expected else 100)
 
 
-@pytest.mark.parametrize(("env", "switch", "retrains", "trains"), [
-    ({}, False, False, False),  # full mode: load the shipped checkpoint
-    ({}, True, True, True),  # the notebook's RETRAIN switch
-    ({"DLCOURSE_RETRAIN": "1"}, False, True, True),
-    ({"DLCOURSE_RETRAIN": "0"}, False, False, False),
-    ({"DLCOURSE_SAVE_CHECKPOINTS": "1"}, False, True, True),  # make checkpoints
-    ({"DLCOURSE_FAST": "1"}, False, False, True),  # FAST mode trains for seconds, then loads
+@pytest.mark.parametrize(("env", "switch", "retrains", "trains", "loads"), [
+    ({}, False, False, False, True),  # full mode: load the shipped checkpoint
+    ({}, True, True, True, False),  # the notebook's RETRAIN switch
+    ({"DLCOURSE_RETRAIN": "1"}, False, True, True, False),
+    ({"DLCOURSE_RETRAIN": "0"}, False, False, False, True),
+    ({"DLCOURSE_SAVE_CHECKPOINTS": "1"}, False, True, True, False),  # make checkpoints
+    ({"DLCOURSE_FAST": "1"}, False, False, True, True),  # FAST mode trains for seconds, then loads
+    ({"DLCOURSE_FAST": "1", "DLCOURSE_RETRAIN": "1"}, False, True, True, True),  # still only seconds of training
 ])
-def test_retrain_switch(monkeypatch, env, switch, retrains, trains):
+def test_retrain_switch(monkeypatch, env, switch, retrains, trains, loads):
     for name in ("DLCOURSE_FAST", "NBGRADER_EXECUTION", "DLCOURSE_RETRAIN", "DLCOURSE_SAVE_CHECKPOINTS"):
         monkeypatch.delenv(name, raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert runtime.retraining(switch) is retrains
     assert runtime.trains(switch) is trains
+    assert runtime.loads_shipped(switch) is loads
 
 
 def test_device_choice(monkeypatch):
