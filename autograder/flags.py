@@ -20,8 +20,14 @@ MODULES = {
     "codeop", "marshal", "pickle", "dill", "cloudpickle", "weakref", "ipykernel", "IPython", "traitlets",
     "zmq", "tornado", "jupyter_client", "faulthandler", "tracemalloc", "sched", "selectors", "mmap", "resource",
 }
-# What an answer may read from ``sys`` (printing to stderr, float limits); anything else of it is flagged.
-SYS_ALLOWED = {"stdout", "stderr", "float_info", "maxsize", "version_info", "platform", "getsizeof"}
+# What an answer may read from ``sys`` (printing to the standard streams, the interpreter's original ones
+# too, float limits); anything else of it is flagged.
+SYS_ALLOWED = {"stdout", "stderr", "__stdout__", "__stderr__", "float_info", "maxsize", "version_info", "platform",
+               "getsizeof"}
+# Attribute lookups by name, when the name is computed (or the lookup function is passed around) could
+# reach anything, so only literal names are trusted.
+LOOKUPS = {"getattr", "setattr", "delattr", "hasattr"}
+NAMED_LOOKUPS = {"attrgetter", "methodcaller"}
 # Names whose use is an escape hatch wherever it appears.
 NAMES = {
     "__import__", "exec", "eval", "compile", "globals", "locals", "vars", "breakpoint", "get_ipython",
@@ -30,7 +36,8 @@ NAMES = {
 # Attributes that reach into interpreters, frames, code objects or torch's dispatch machinery.
 ATTRIBUTES = {
     "__code__", "__globals__", "__builtins__", "__dict__", "__subclasses__", "__bases__", "__mro__",
-    "__closure__", "__func__", "__self__", "__wrapped__", "__getattribute__", "__setattr__", "__delattr__",
+    "__closure__", "__func__", "__self__", "__wrapped__", "__getattribute__", "__getattr__", "__setattr__",
+    "__delattr__",
     "__defaults__", "__kwdefaults__", "__reduce__", "__reduce_ex__", "__import__", "__loader__", "__spec__",
     "__torch_function__", "__torch_dispatch__", "__set_name__", "__init_subclass__", "__class_getitem__",
     "f_globals", "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "co_code",
@@ -107,6 +114,10 @@ def _sys_uses(tree: ast.AST) -> list[str]:
     return found
 
 
+def _lookup_name(func: ast.AST) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
 def escape_hatches(source: str) -> list[str]:
     """Why the grader does not trust this cell (empty when it uses no escape hatch)."""
     python, found = to_python(source)
@@ -115,6 +126,7 @@ def escape_hatches(source: str) -> list[str]:
     except (SyntaxError, ValueError):
         return found  # the kernel reports the syntax error; the exercise fails on its own
     found += _sys_uses(tree)
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
@@ -132,6 +144,11 @@ def escape_hatches(source: str) -> list[str]:
                         found.append(f"import of {node.module}.{alias.name}")
         elif isinstance(node, ast.Name) and node.id in NAMES:
             found.append(f"use of {node.id}")
+        elif isinstance(node, ast.Name) and node.id in LOOKUPS and id(node) not in called:
+            found.append(f"{node.id} passed as a value")
+        elif isinstance(node, ast.Call) and _lookup_name(node.func) in NAMED_LOOKUPS and \
+                not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args[:1]):
+            found.append(f"{_lookup_name(node.func)} with a computed attribute name")
         elif isinstance(node, ast.Attribute) and node.attr in ATTRIBUTES:
             found.append(f"use of .{node.attr}")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import oracles
 from flags import escape_hatches
 from sandbox import Sandbox
 from trusted import GradingKernel, prelude_of
@@ -249,6 +250,27 @@ def plan(release: nbformat.NotebookNode, cells: list[dict], notices: list[str]) 
     return steps
 
 
+def oracle_flags(steps: list[Step], chapter: str, declarations: dict | None = None) -> dict[str, list[str]]:
+    """Exercises whose answer (or the student's code it depends on) calls the exercise's declared oracle.
+
+    Read from the sources alone (:mod:`oracles`), so nothing the kernel does can hide a call: the answer
+    still runs (later exercises may build on it) but its exercise scores 0 and is listed for review.
+    """
+    declared = oracles.for_chapter(chapter) if declarations is None else declarations
+    student = [s for s in steps if s.kind == "kernel" and s.student]
+    given = [s.source for s in steps if s.kind == "kernel" and not s.student]
+    found: dict[str, list[str]] = {}
+    for step in student:
+        oracle = declared.get(step.exercise) if step.exercise else None
+        if oracle is None:
+            continue
+        others = [s.source for s in student if s is not step]
+        reasons = oracles.oracle_uses(step.source, oracle, others, given)
+        if reasons:
+            found.setdefault(step.exercise, []).extend(reasons)
+    return found
+
+
 # ------------------------------------------------------------------------------------------- grading
 
 
@@ -268,8 +290,12 @@ def strip_markers(source: str) -> str:
 
 def grade(release_path: Path, submission_path: Path, source_path: Path, *, student: str = "", chapter: str = "",
           sandbox: Sandbox | None = None, cell_timeout: float = CELL_TIMEOUT,
-          submission_timeout: float = SUBMISSION_TIMEOUT) -> tuple[GradeResult, nbformat.NotebookNode]:
-    """Grade ``submission_path`` against the release; returns the result and the autograded notebook."""
+          submission_timeout: float = SUBMISSION_TIMEOUT,
+          declarations: dict[str, oracles.Oracle] | None = None) -> tuple[GradeResult, nbformat.NotebookNode]:
+    """Grade ``submission_path`` against the release; returns the result and the autograded notebook.
+
+    ``declarations`` are the chapter's oracles by exercise (default: read from ``oracles.toml``).
+    """
     start = time.monotonic()
     release = nbformat.read(release_path, as_version=4)
     source = nbformat.read(source_path, as_version=4)
@@ -277,6 +303,8 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     cells, notices = read_submission(submission_path)
     result.notices += notices
     steps = plan(release, cells, result.notices)
+    for exercise, reasons in oracle_flags(steps, result.chapter, declarations).items():
+        result.flagged.setdefault(exercise, []).extend(reasons)
     for step in steps:
         if step.flags and step.exercise:
             result.flagged.setdefault(step.exercise, []).extend(step.flags)

@@ -47,13 +47,20 @@ class Job:
         for path in (self.submission, self.release, self.source):
             digest.update(path.read_bytes())
             digest.update(b"\0")
+        digest.update(self.oracles().encode())
         return digest.hexdigest()
+
+    def oracles(self) -> str:
+        """The chapter's oracle declarations (:mod:`oracles`), as text."""
+        import oracles
+
+        return oracles.chapter_text(self.chapter)
 
     def payload(self, cell_timeout: float, submission_timeout: float, unsafe: bool) -> dict[str, Any]:
         """Everything a worker needs, as plain data: no path on this machine has to exist there."""
         return {"student": self.student, "chapter": self.chapter, "name": self.submission.name,
                 "submission": self.submission.read_bytes(), "release": self.release.read_bytes(),
-                "source": self.source.read_bytes(), "cell_timeout": cell_timeout,
+                "source": self.source.read_bytes(), "oracles": self.oracles(), "cell_timeout": cell_timeout,
                 "submission_timeout": submission_timeout, "unsafe": unsafe}
 
 
@@ -67,6 +74,7 @@ def grade_payload(payload: dict[str, Any]) -> dict[str, Any]:
         sys.path.insert(0, str(HERE))
     import grade
     import nbformat
+    import oracles
     import sandbox
 
     with tempfile.TemporaryDirectory(prefix="dlcourse-job-") as tmp:
@@ -79,6 +87,8 @@ def grade_payload(payload: dict[str, Any]) -> dict[str, Any]:
         result, notebook = grade.grade(
             paths["release"], paths["submission"], paths["source"], student=payload["student"],
             chapter=payload["chapter"], sandbox=sandbox.Sandbox(unsafe=payload["unsafe"]),
+            declarations=({ex: o for (_, ex), o in oracles.parse(payload["oracles"]).items()}
+                          if "oracles" in payload else None),
             cell_timeout=payload["cell_timeout"], submission_timeout=payload["submission_timeout"])
     return {"result": result.to_json(), "notebook": nbformat.writes(notebook), "worker": platform.node(),
             "grader_peak_mb": _peak_mb(resource.RUSAGE_SELF), "kernel_peak_mb": result.kernel_peak_mb}

@@ -226,6 +226,19 @@ def _model_answer_problems(nb: nbformat.NotebookNode, where: Path) -> list[str]:
     return []
 
 
+def oracle_problems() -> list[str]:
+    """Exercises without a declared oracle (autograder/oracles.toml), or declarations of no exercise."""
+    import oracles
+
+    exercises = {}
+    for ch in chapters():
+        for path in sorted((SOLUTIONS / ch).glob("*.ipynb")):
+            exercises[ch] = [c.metadata["nbgrader"]["grade_id"].removesuffix("_answer")
+                             for c in nbformat.read(path, as_version=4).cells
+                             if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")]
+    return oracles.problems(exercises)
+
+
 def source_problems() -> list[str]:
     """Problems across every source notebook under solutions/."""
     found = []
@@ -392,9 +405,14 @@ def autograde(student: str | None = None, chapter: str | None = None, cell_timeo
     recorded as they arrive; a run that is stopped and started again grades only what is new or changed
     (``force`` grades everything again).
     """
+    import oracles
     import parallel
     import sandbox
 
+    try:  # a malformed declaration stops the run before anything is graded
+        oracles.load()
+    except oracles.DeclarationError as err:
+        raise PipelineError(f"{err} (the declarations of each exercise's oracle)") from err
     if scheduler is None:
         ok, why = sandbox.bwrap_available()
         if not ok and not unsafe:
@@ -532,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
             for path in release(args.chapter):
                 print(f"released {path.relative_to(ROOT)}")
         elif args.command == "check":
-            problems = source_problems() + release_differences() + release_leaks(COURSE)
+            problems = source_problems() + oracle_problems() + release_differences() + release_leaks(COURSE)
             for line in problems:
                 print(line)
             if problems:

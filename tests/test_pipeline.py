@@ -79,8 +79,9 @@ def _save(root: Path, student: str, chapter: str, nb_or_text) -> None:
 
 
 def _env(root: Path, **env_extra: str) -> dict[str, str]:
-    """This process's environment with grading moved under ``root``, one thread per process."""
-    return dict(os.environ, DLCOURSE_GRADING_DIR=str(root), OMP_NUM_THREADS="1", **env_extra)
+    """This process's environment with grading moved under ``root``, one thread per process unless
+    ``env_extra`` says otherwise."""
+    return {**os.environ, "DLCOURSE_GRADING_DIR": str(root), "OMP_NUM_THREADS": "1", **env_extra}
 
 
 def _run(root: Path, *args: str, timeout: float = 900, **env_extra: str) -> subprocess.CompletedProcess:
@@ -103,7 +104,8 @@ def graded(tmp_path_factory):
     _save(root, "all_wrong", CHAPTER, submission(CHAPTER, first_wrong))
     # correct answers whose calls print warnings and stderr text while the tests run
     noisy = {gid: src.replace('"""\n', '"""\n    import sys, warnings\n    warnings.warn("noise from a '
-                              'correct answer")\n    print("stderr noise", file=sys.stderr)\n', 1)
+                              'correct answer")\n    print("stderr noise", file=sys.stderr)\n'
+                              '    print("noise on the interpreter\'s own stderr", file=sys.__stderr__)\n', 1)
              for gid, src in good.items()}
     _save(root, "noisy", CHAPTER, submission(CHAPTER, noisy))
 

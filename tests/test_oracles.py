@@ -1,0 +1,269 @@
+"""No exercise earns points by calling the library it is checked against.
+
+Every exercise declares its oracle in autograder/oracles.toml; the grader reads each answer's source and
+flags the exercise when the answer, or the student's code it depends on, names that oracle — however it was
+captured. These tests need no kernel: the check is static, and :func:`grade.plan` is what the grader runs.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import grade  # autograder/ is on sys.path (see conftest), like tests/
+import nbformat
+import oracles
+import pytest
+from conftest import CHAPTERS, ROOT, solution_notebook
+from flags import escape_hatches
+from kernel import reference_answers, released_notebook
+
+DECLARED = oracles.load() if oracles.DECLARATIONS.exists() else {}
+
+
+def _answer_ids(chapter: str) -> list[str]:
+    nb = nbformat.read(solution_notebook(chapter), as_version=4)
+    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")]
+
+
+def flags_of(chapter: str, answers: dict[str, str], added: list[str] = ()) -> dict[str, list[str]]:
+    """The oracle flags the grader raises for a release with ``answers`` typed in and ``added`` cells
+    appended after the first answer (scratch cells a student writes)."""
+    nb = released_notebook(chapter, answers)
+    cells = [dict(c) for c in nb.cells]
+    first = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution"))
+    for k, source in enumerate(added):
+        cells.insert(first + 1 + k, {"cell_type": "code", "metadata": {}, "source": source, "outputs": []})
+    steps = grade.plan(nb, cells, [])
+    return grade.oracle_flags(steps, chapter)
+
+
+# ------------------------------------------------------------------------------------ the declarations
+
+
+def test_every_exercise_declares_its_oracle_and_nothing_else_is_declared():
+    wanted = {(ch, gid.removesuffix("_answer")) for ch in CHAPTERS for gid in _answer_ids(ch)}
+    declared = {key for key in DECLARED if key[0] in CHAPTERS}
+    assert wanted - declared == set(), f"exercises without a declared oracle: {sorted(wanted - declared)}"
+    assert declared - wanted == set(), f"declarations of no exercise: {sorted(declared - wanted)}"
+    for key, o in DECLARED.items():  # an exercise no library computes in one call may refuse nothing
+        assert o.oracle and o.why, f"{key}: oracle and why must both be filled in"
+
+
+def test_a_malformed_declaration_is_a_clear_error(tmp_path):
+    bad = tmp_path / "oracles.toml"
+    for text, says in [("[a.b]\noracle = 'x'\n", "needs a list 'refuse'"),
+                       ("[a.b]\nrefuse = ['torch softmax']\n", "dotted name"),
+                       ("[a.b]\nrefuse = []\nrefused = []\n", "unknown keys"),
+                       ("[a.b\n", "not valid TOML")]:
+        bad.write_text(text)
+        with pytest.raises(oracles.DeclarationError, match=re.escape(says)):
+            oracles.load(bad)
+
+
+def test_the_readme_says_what_each_answer_may_not_use():
+    readme = (ROOT / "README.md").read_text()
+    assert oracles.markdown() in readme, "README's table is out of date: python autograder/oracles.py prints it"
+
+
+# --------------------------------------------------------------------------------- the static check
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_reference_answers_do_not_call_their_oracles(chapter):
+    assert flags_of(chapter, reference_answers(chapter)) == {}
+
+
+TOY = oracles.parse(textwrap.dedent("""
+    [toy.softmax]
+    oracle = "torch.softmax"
+    why = "write it from exp, max and sum"
+    refuse = ["torch.softmax", ".softmax", ".log_softmax", "scipy.special.softmax"]
+    [toy.filters]
+    oracle = "Hugging Face's warpers"
+    why = "write the filters yourself"
+    refuse = ["transformers.TopKLogitsWarper", "transformers.TopPLogitsWarper"]
+    [toy.adam]
+    oracle = "torch.optim.Adam"
+    why = "write the update yourself"
+    refuse = ["torch.optim", "torch.optim.Adam"]
+    allow = ["torch.optim.Optimizer"]
+"""))
+
+# Each of these gets past a guard that patches or refuses the oracle in the kernel at test time, since it
+# captured the oracle before (or reaches it by another name). The static check must see every one.
+CAPTURED = {
+    "a bound method saved at import": ("filters", """
+        from transformers.generation.logits_process import TopKLogitsWarper as W
+        _call = W.__call__
+        def top_k_filter(logits, k):
+            return _call(W(k), None, logits)"""),
+    "a subclass": ("filters", """
+        import transformers
+        class Mine(transformers.generation.TopPLogitsWarper):
+            pass
+        def top_p_filter(logits, p):
+            return Mine(p)(None, logits)"""),
+    "functools.partial": ("filters", """
+        import functools
+        import transformers as hf
+        _make = functools.partial(hf.TopKLogitsWarper)
+        def top_k_filter(logits, k):
+            return _make(k)(None, logits)"""),
+    "a star import": ("filters", """
+        from transformers import *
+        def top_k_filter(logits, k):
+            return TopKLogitsWarper(k)(None, logits)"""),
+    "a closure over the original": ("filters", """
+        def _keep():
+            from transformers import TopKLogitsWarper
+            return lambda logits, k: TopKLogitsWarper(k)(None, logits)
+        top_k_filter = _keep()"""),
+    "an alias of an alias": ("softmax", """
+        import torch as t
+        nn_ = t.nn
+        f = nn_.functional
+        def softmax(x, dim):
+            return f.softmax(x, dim)"""),
+    "getattr with a literal name": ("softmax", """
+        import torch
+        def softmax(x, dim):
+            return getattr(torch, "softmax")(x, dim)"""),
+    "a tensor method": ("softmax", """
+        def softmax(x, dim):
+            return x.log_softmax(dim).exp()"""),
+    "operator.methodcaller": ("softmax", """
+        import operator
+        def softmax(x, dim):
+            return operator.methodcaller("softmax", dim)(x)"""),
+    "another library's equivalent": ("softmax", """
+        import scipy.special as sp
+        import torch
+        def softmax(x, dim):
+            return torch.as_tensor(sp.softmax(x.detach().numpy(), axis=dim))"""),
+    "a module alias reaching a sibling": ("adam", """
+        import torch
+        o = torch.optim
+        class Adam(o.AdamW):
+            pass"""),
+    "the functional form under the allowed base": ("adam", """
+        from torch.optim import Optimizer
+        import torch.optim.adam as impl
+        class Adam(Optimizer):
+            def step(self):
+                impl.adam([], [], [], [], [], [])"""),
+}
+
+# The oracle reached through another cell of the student's: each answer is clean on its own.
+THROUGH_ANOTHER_CELL = {
+    "a helper defined in a scratch cell": ("softmax", "def softmax(x, dim):\n    return _helper(x, dim)",
+                                           ["import torch\n_helper = torch.special.softmax"]),
+    "a list filled by a later statement": ("softmax", "def softmax(x, dim):\n    return _box[0](x, dim)",
+                                           ["_box = []", "import torch\n_box.append(torch.softmax)"]),
+    "a helper that calls a helper": ("softmax", "def softmax(x, dim):\n    return _outer(x, dim)",
+                                     ["def _outer(x, dim):\n    return _inner(x, dim)",
+                                      "import torch.nn.functional as G\n"
+                                      "def _inner(x, dim):\n    return G.softmax(x, dim)"]),
+}
+
+# Honest answers, and a student's scratch work around them, that must not be flagged.
+HONEST = {
+    "softmax from exp and sum": ("softmax", """
+        import torch
+        def softmax(x, dim):
+            z = x - x.max(dim, keepdim=True).values
+            return z.exp() / z.exp().sum(dim, keepdim=True)""", []),
+    "a scratch cell comparing with the library": ("softmax", """
+        def softmax(x, dim):
+            z = (x - x.max(dim, keepdim=True).values).exp()
+            return z / z.sum(dim, keepdim=True)""",
+        ["import torch\nx = torch.randn(3, 4)\nprint((softmax(x, -1) - torch.softmax(x, -1)).abs().max())"]),
+    "the docstring names the oracle": ("softmax", '''
+        def softmax(x, dim):
+            """Like torch.softmax, and "softmax" is its name."""
+            z = (x - x.max(dim, keepdim=True).values).exp()
+            return z / z.sum(dim, keepdim=True)''', []),
+    "the allowed base class": ("adam", """
+        import torch
+        class Adam(torch.optim.Optimizer):
+            def step(self, closure=None):
+                return None""", []),
+    "the allowed base class, imported by name": ("adam", """
+        from torch.optim import Optimizer
+        class Adam(Optimizer):
+            pass""", []),
+    "printing to the interpreter's own stderr": ("softmax", """
+        import logging
+        import sys
+        def softmax(x, dim):
+            print("debug", file=sys.__stderr__)
+            logging.getLogger("mine").warning("debug")
+            z = (x - x.max(dim, keepdim=True).values).exp()
+            return z / z.sum(dim, keepdim=True)""", []),
+}
+
+
+def _check(exercise: str, answer: str, others: list[str] = ()) -> list[str]:
+    return oracles.oracle_uses(textwrap.dedent(answer).strip(), TOY["toy", exercise], list(others))
+
+
+@pytest.mark.parametrize("how", list(CAPTURED))
+def test_an_oracle_captured_before_the_guard_is_still_seen(how):
+    exercise, answer = CAPTURED[how]
+    reasons = _check(exercise, answer)
+    assert reasons and TOY["toy", exercise].oracle in reasons[0], how
+
+
+@pytest.mark.parametrize("how", list(THROUGH_ANOTHER_CELL))
+def test_an_oracle_called_through_another_cell_is_seen(how):
+    exercise, answer, others = THROUGH_ANOTHER_CELL[how]
+    reasons = _check(exercise, answer, others)
+    assert reasons and "which the answer depends on" in reasons[0], how
+
+
+@pytest.mark.parametrize("how", list(HONEST))
+def test_honest_answers_and_scratch_work_are_not_flagged(how):
+    exercise, answer, others = HONEST[how]
+    assert _check(exercise, answer, others) == [], how
+    assert escape_hatches(textwrap.dedent(answer)) == [], how
+
+
+def test_writing_to_the_standard_streams_is_not_an_escape_hatch():
+    for source in ["import sys\nprint('x', file=sys.__stderr__)", "import sys\nsys.__stdout__.write('x')",
+                   "import sys\nprint('x', file=sys.stderr)", "import logging\nlogging.warning('x')",
+                   "from sys import __stderr__\n__stderr__.write('x')"]:
+        assert escape_hatches(source) == [], source
+
+
+def test_looking_attributes_up_by_a_computed_name_is_an_escape_hatch():
+    for source in ["import functools, torch\nf = functools.reduce(getattr, ['optim', 'Adam'], torch)",
+                   "import operator\nname = 'soft' + 'max'\nf = operator.attrgetter(name)",
+                   "import torch\nf = torch.optim.__getattr__('Adam')"]:
+        assert escape_hatches(source), source
+
+
+# -------------------------------------------------------------------------- one call-through per chapter
+
+CALLTHROUGH = Path(__file__).with_name("callthroughs.py")
+
+
+def _callthroughs() -> dict[str, tuple[str, str]]:
+    namespace: dict = {}
+    exec(compile(CALLTHROUGH.read_text(), str(CALLTHROUGH), "exec"), namespace)  # noqa: S102 - test data
+    return namespace["CALLTHROUGH"]
+
+
+def test_every_chapter_has_a_planted_call_through():
+    assert set(_callthroughs()) == set(CHAPTERS)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_call_through_of_each_chapter_is_flagged_and_nothing_else(chapter):
+    exercise, source = _callthroughs()[chapter]
+    answers = reference_answers(chapter)
+    answers[f"{exercise}_answer"] = source
+    found = flags_of(chapter, answers)
+    assert set(found) == {exercise}, f"{chapter}: flagged {sorted(found)}, expected only {exercise!r}"
+    assert DECLARED[chapter, exercise].oracle in found[exercise][0]
