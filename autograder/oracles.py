@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import json
 import symtable
 import tomllib
@@ -118,7 +119,9 @@ def chapter_text(chapter: str, path: Path = DECLARATIONS) -> str:
 # ------------------------------------------------------------------------------------------ resolving
 
 
+@functools.lru_cache(maxsize=1024)
 def _parse(source: str) -> ast.Module | None:
+    """The source as a tree (cached: the grader reads each cell once per exercise; never mutated)."""
     from flags import to_python
 
     python, _ = to_python(source)

@@ -76,6 +76,27 @@ def test_reference_answers_do_not_call_their_oracles(chapter):
     assert flags_of(chapter, reference_answers(chapter)) == {}
 
 
+def _planted_use(entry: str) -> str:
+    """A statement that keeps a reference to ``entry`` (as a call-through would, before calling it)."""
+    if entry.startswith("."):
+        return f"_held = (lambda obj: obj{entry})"
+    root, _, rest = entry.partition(".")
+    return f"import {root} as _lib\n_held = _lib{'.' + rest if rest else ''}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_refused_name_of_every_exercise_is_seen(chapter):
+    """Each exercise's reference answer with one refused name planted in it, name by name: every one is
+    flagged, so no declared entry is dead (misspelt, or shadowed by an ``allow``)."""
+    answers = reference_answers(chapter)
+    for exercise, oracle in sorted(oracles.for_chapter(chapter).items()):
+        answer = answers[f"{exercise}_answer"]
+        others = [src for gid, src in answers.items() if gid != f"{exercise}_answer"]
+        missed = [entry for entry in oracle.refuse
+                  if not oracles.oracle_uses(answer + "\n" + _planted_use(entry), oracle, others)]
+        assert not missed, f"{chapter}/{exercise}: planted references not seen: {missed}"
+
+
 TOY = oracles.parse(textwrap.dedent("""
     [toy.softmax]
     oracle = "torch.softmax"

@@ -1,5 +1,6 @@
-"""Every chapter through the instructor's pipeline: the reference answers earn every point and the untouched
-release earns none, graded in the sandbox exactly as a class would be, and exported to the grades table.
+"""Every chapter through the instructor's pipeline: the reference answers earn every point (graded with one
+thread and again with two) and the untouched release earns none, graded in the sandbox exactly as a class
+would be, and exported to the grades table.
 
 Its own xdist group, so one test worker grades these while the other grades the chapter-00 class of
 tests/test_pipeline.py."""
@@ -32,6 +33,22 @@ def graded_chapters(tmp_path_factory):
     yield root, result, scores
 
 
+@pytest.fixture(scope="module")
+def graded_with_two_threads(tmp_path_factory):
+    """The reference answers of every chapter graded again, one at a time with two threads in the kernel
+    and the grader (the fixture above gives each job one): float32 results round differently with another
+    thread count, and a tolerance must hold for both. Yields {chapter: {grade id: (score, max score)}}."""
+    root = tmp_path_factory.mktemp("grading_two_threads")
+    for chapter in CHAPTERS:
+        _save(root, "full_marks", chapter, submission(chapter, answers_from_solution(chapter)))
+    result = _run(root, "autograde", timeout=2400, JOBS="1", OMP_NUM_THREADS="2", MKL_NUM_THREADS="2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        yield {chapter: gradebook_scores(gb, "full_marks", chapter) for chapter in CHAPTERS}
+
+
 def test_every_submission_is_graded(graded_chapters):
     _, result, _ = graded_chapters
     out = result.stdout + result.stderr
@@ -45,6 +62,13 @@ def test_solution_gets_full_marks(graded_chapters, chapter):
     got = scores["full_marks", chapter]
     lost = {k: v for k, v in got.items() if v[0] != v[1]}
     assert got and not lost, f"{chapter}: points lost by the reference answers: {lost}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_solution_gets_full_marks_with_two_threads(graded_with_two_threads, chapter):
+    got = graded_with_two_threads[chapter]
+    lost = {k: v for k, v in got.items() if v[0] != v[1]}
+    assert got and not lost, f"{chapter}: points lost by the reference answers with two threads: {lost}"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
