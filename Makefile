@@ -12,9 +12,12 @@ STAMP  := $(VENV)/.installed
 CH     ?=
 UNSAFE ?=
 PIPELINE := $(PY) autograder/pipeline.py
+# Jupyter refuses to run as root without --allow-root (containers, some lab machines); ARGS go to jupyter lab.
+AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+ARGS   ?=
 
 
-.PHONY: instructor-only help setup lab validate test test-fast check lint release autograde feedback grades bundle bench checkpoints clean-grading html
+.PHONY: instructor-only help setup lab formgrader validate test test-fast check lint release autograde feedback grades bundle bench checkpoints clean-grading html
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -47,8 +50,15 @@ $(STAMP): requirements.txt pyproject.toml
 	@$(BIN)/jupyter labextension disable "@jupyterlab/apputils-extension:announcements" >/dev/null 2>&1 || true
 	@touch $(STAMP)
 
-lab: setup ## JupyterLab on course/ with the course kernel
-	$(BIN)/jupyter lab --notebook-dir=course
+lab: setup ## JupyterLab on course/ with the course kernel (ARGS="--port=8899 --no-browser" to jupyter lab)
+	@$(if $(AS_ROOT),echo "WARNING: running as root: JupyterLab is started with --allow-root; its kernels can change anything on this machine")
+	$(BIN)/jupyter lab --notebook-dir=course $(AS_ROOT) \
+	  --ServerApp.jpserver_extensions='{"nbgrader.server_extensions.formgrader": False}' $(ARGS)
+
+formgrader: instructor-only setup ## nbgrader's formgrader (manual grading, the gradebook) in JupyterLab started in autograder/
+	@$(if $(AS_ROOT),echo "WARNING: running as root: JupyterLab is started with --allow-root; its kernels can change anything on this machine")
+	@echo "formgrader: open Nbgrader > Formgrader in JupyterLab (or <server>/formgrader); grade what review.csv lists as open"
+	cd autograder && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(AS_ROOT) $(ARGS)
 
 validate: setup ## check a notebook before submitting: NB=course/07_gan/07_gan.ipynb (exit status 1 if a test fails)
 	@test -n "$(NB)" || { echo "say which notebook: make validate NB=course/<chapter>/<chapter>.ipynb"; exit 2; }
@@ -78,8 +88,8 @@ autograde: instructor-only setup ## grade submissions under autograder/submitted
 feedback: instructor-only setup ## HTML feedback (hidden tests removed) under autograder/feedback/
 	$(PIPELINE) feedback
 
-grades: instructor-only setup ## export grades to autograder/grades.csv and review.csv (FORMAT=canvas or moodle)
-	$(PIPELINE) grades $(if $(FORMAT),--format $(FORMAT))
+grades: instructor-only setup ## export grades to autograder/grades.csv and review.csv (FORMAT=canvas or moodle, CH="00_welcome 01_seq2seq_attention", MISSING=zero)
+	$(PIPELINE) grades $(if $(FORMAT),--format $(FORMAT)) $(foreach c,$(CH),--chapter $(c)) $(if $(MISSING),--missing $(MISSING))
 
 bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (no solutions, no hidden tests)
 	$(PIPELINE) bundle

@@ -11,7 +11,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from course_preprocessors import RemoveModelAnswers, ResultsOnly  # noqa: E402
+import one_grader  # noqa: E402
+from course_preprocessors import ExerciseNames, LateNotice, RemoveModelAnswers, ResultsOnly  # noqa: E402
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.converters import GenerateAssignment  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
@@ -25,6 +26,10 @@ c.CourseDirectory.release_directory = "course"
 # DLCOURSE_GRADING_DIR moves submitted/, autograded/, feedback/ and the gradebook elsewhere (the test
 # suite grades in a temporary folder); DLCOURSE_GRADEBOOK overrides the gradebook alone.
 GRADING = Path(os.environ.get("DLCOURSE_GRADING_DIR", str(HERE))).resolve()
+try:  # a grading folder that is not there yet is made, so that the gradebook can be created in it
+    GRADING.mkdir(parents=True, exist_ok=True)
+except OSError:
+    pass  # read-only: nbgrader says so when it needs the gradebook
 c.CourseDirectory.submitted_directory = str(GRADING / "submitted")
 c.CourseDirectory.autograded_directory = str(GRADING / "autograded")
 c.CourseDirectory.feedback_directory = str(GRADING / "feedback")
@@ -40,6 +45,19 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # Autograding does not go through nbgrader's Execute: autograder/grade.py runs the student's cells in a
 # sandboxed kernel and the tests in the grader, and pipeline.py records the scores in the gradebook.
+# `nbgrader autograde` and formgrader's Autograde button are routed there too (one_grader.py): one way to
+# grade, whatever starts it.
+one_grader.install()
 
-# Feedback: hidden tests are removed, and only the grader's results are shown (no kernel outputs).
-c.GenerateFeedback.preprocessors = [GetGrades, ResultsOnly, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Feedback: hidden tests are removed, and only the grader's results are shown (no kernel outputs). The list at
+# the top names each graded cell by its exercise (ExerciseNames and the course's template, instead of nbgrader's
+# "Test cell"), and a line states the submission time against the deadline and any late penalty (LateNotice,
+# from the results JSON and policy.toml). The feedback's HTMLExporter (a child of GenerateFeedback, formgrader's
+# "generate feedback" included) sets the template's name ("feedback") but not this file, which extends it. Only
+# that exporter gets the file: formgrader renders its grading page with an HTMLExporter of its own (template
+# "formgrade"), which the feedback template would break.
+c.GenerateFeedback.preprocessors = [GetGrades, ResultsOnly, ClearHiddenTests, ExerciseNames, LateNotice,
+                                    CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.HTMLExporter.template_file = str(HERE / "templates" / "dlcourse_feedback.html.j2")
+c.LateNotice.results_dir = str(GRADING / "results")
+c.LateNotice.policy_file = os.environ.get("DLCOURSE_POLICY", str(HERE / "policy.toml"))

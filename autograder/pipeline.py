@@ -6,7 +6,7 @@ Run through the Makefile (``make release``, ``make autograde``, ...) or directly
     python autograder/pipeline.py check            # course/ up to date, solutions/ clean, metadata valid
     python autograder/pipeline.py autograde [--student ID] [--chapter CH] [--jobs N] [--scheduler ADDR] [--force]
     python autograder/pipeline.py feedback
-    python autograder/pipeline.py grades [--format csv|canvas|moodle]   # and autograder/review.csv
+    python autograder/pipeline.py grades [--format csv|canvas|moodle] [--chapter CH ...] [--missing blank|zero]
     python autograder/pipeline.py bundle           # dist/dlcourse-student.zip
 
 Submissions live in ``autograder/submitted/<student>/<chapter>/<chapter>.ipynb``. Each is graded in a
@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,9 @@ AUTOGRADED = GRADING / "autograded"
 FEEDBACK = GRADING / "feedback"
 GRADES_CSV = GRADING / "grades.csv"
 RESULTS = GRADING / "results"
+# The class roster (personal data: beside the gradebook, never committed) and the late policy (committed).
+ROSTER = GRADING / "roster.csv"
+POLICY = Path(os.environ.get("DLCOURSE_POLICY", str(HERE / "policy.toml"))).resolve()
 KERNEL_NAME = "dlcourse"
 
 # What students receive: no solutions/, no autograder/, no tests/.
@@ -94,21 +98,73 @@ def nbgrader(*args: str, gradebook: Path | None = None, timeout: float | None = 
 # ----------------------------------------------------------------------------------------------- release
 
 
+def generate(chapter: str, out: Path, gradebook: Path | None = None) -> None:
+    """``nbgrader generate_assignment`` of one chapter into ``out`` (which nbgrader empties first, and may leave
+    empty when it fails: never a committed folder). ``gradebook`` None records the chapter in the course's."""
+    nbgrader("generate_assignment", chapter, "--force", f"--CourseDirectory.release_directory={out}",
+             gradebook=gradebook)
+
+
 def release(chapter: str | None = None, out: Path | None = None, gradebook: Path | None = None) -> list[Path]:
-    """Generate the student release of each chapter into ``out`` (default course/). Returns the notebooks."""
-    written = []
-    for ch in chapters(chapter):
-        args = ["generate_assignment", ch, "--force"]
-        if out is not None:
-            args.append(f"--CourseDirectory.release_directory={out}")
-        nbgrader(*args, gradebook=gradebook)
-        written += sorted(((out or COURSE) / ch).glob("*.ipynb"))
-    return written
+    """Generate the student release of each chapter into ``out`` (default course/). Returns the notebooks.
+
+    Every chapter asked for is generated into a temporary folder first (with a gradebook of its own, unless
+    one is given: the release needs none of the course's); ``out/<chapter>/`` is updated only when all of
+    them succeeded, so a failure leaves ``out`` as it was and says why in one line.
+    """
+    target = out or COURSE
+    names = chapters(chapter)
+    with tempfile.TemporaryDirectory(prefix="dlcourse-release-") as tmp:
+        fresh = Path(tmp) / "release"
+        for ch in names:
+            try:
+                generate(ch, fresh, gradebook or Path(tmp) / "gradebook.db")
+            except PipelineError as err:
+                raise PipelineError(f"the release of {ch} failed ({_last_error(str(err))}); "
+                                    f"{_shown(target)} is unchanged") from None
+        for ch in names:
+            _sync_dir(fresh / ch, target / ch)
+    return [p for ch in names for p in sorted((target / ch).glob("*.ipynb"))]
+
+
+def _shown(path: Path) -> str:
+    return f"{path.relative_to(ROOT)}/" if path.is_relative_to(ROOT) else f"{path}/"
+
+
+def _last_error(output: str) -> str:
+    """The line of a tool's output that says what went wrong: the last exception, else the last error."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    for pattern in (r"^[A-Za-z_][\w.]*(Error|Exception)\b.*", r"\bERROR\b.*"):
+        found = [ln for ln in lines if re.search(pattern, ln)]
+        if found:
+            return found[-1][:300]
+    return lines[-1][:300] if lines else "no output"
+
+
+def _sync_dir(new: Path, dest: Path) -> None:
+    """``dest`` made equal to ``new`` file by file: a changed file is replaced atomically, an unchanged one left
+    alone, one the release no longer has removed; missing folders are made."""
+    dest.mkdir(parents=True, exist_ok=True)
+    fresh = {p.relative_to(new) for p in new.rglob("*") if p.is_file()}
+    for rel in sorted(fresh):
+        src, dst = new / rel, dest / rel
+        if dst.is_file() and dst.read_bytes() == src.read_bytes():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        partial = dst.with_name(f".{dst.name}.partial")
+        shutil.copy2(src, partial)
+        os.replace(partial, dst)
+    for path in sorted(dest.rglob("*"), reverse=True):  # deepest first
+        if path.is_file() and path.relative_to(dest) not in fresh:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
 
 
 def _release_to_temp(tmp: Path, chapter: str | None = None) -> Path:
     out = tmp / "release"
-    release(chapter, out=out, gradebook=tmp / "gradebook.db")
+    for ch in chapters(chapter):
+        generate(ch, out, gradebook=tmp / "gradebook.db")
     return out
 
 
@@ -303,8 +359,9 @@ def sync_gradebook() -> list[str]:
                         held.add(ch)
     changed = [(ch, fp) for ch, fp in fingerprints.items() if ch not in held or done.get(ch) != fp]
     for ch, fingerprint in changed:
+        GRADING.mkdir(parents=True, exist_ok=True)  # a grading folder not there yet is made
         with tempfile.TemporaryDirectory() as tmp:
-            release(ch, out=Path(tmp))
+            generate(ch, Path(tmp))  # records the chapter in the course's gradebook
         done[ch] = fingerprint  # written after each chapter: a run stopped half-way keeps what it recorded
         GRADING.mkdir(parents=True, exist_ok=True)
         stamp_path.write_text(json.dumps(stamps, indent=1) + "\n")
@@ -326,8 +383,39 @@ def submissions(student: str | None = None, chapter: str | None = None) -> list[
     return pairs
 
 
+# Why an exercise that a person graded by hand goes back to them (results JSON "review", then review.csv).
+CHANGED_AFTER_MANUAL = "the submission changed after manual grading"
+
+
+def _read_result(path: Path) -> dict:
+    """A recorded result as JSON ({} when there is none or it cannot be read)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_result(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(data, indent=1) + "\n")
+    partial.replace(path)  # a run stopped mid-write leaves the old result, never half of one
+
+
+def result_path(student: str, chapter: str) -> Path:
+    return RESULTS / f"{student}__{chapter}.json"
+
+
 class Recorder:
-    """The one writer: autograded notebooks, results JSON and the gradebook, for results in any order."""
+    """The one writer: autograded notebooks, results JSON and the gradebook, for results in any order.
+
+    What a person entered in formgrader (a manual score, extra credit, a comment, a flag) is never
+    overwritten. The results JSON remembers, per hand-graded cell, the submission's fingerprint that the
+    manual score was given against (``manual``); when the submission changed since, the manual score stays,
+    the cell needs a manual grade again and ``review`` gives the reason, until a person saves a grade for it
+    again in formgrader.
+    """
 
     def __init__(self, db_url: str | None = None) -> None:
         self.db_url = db_url or gradebook_url()
@@ -349,21 +437,44 @@ class Recorder:
             out_dir.mkdir(parents=True, exist_ok=True)
             nbformat.write(graded_nb, out_dir / f"{notebook_name}.ipynb")
             (out_dir / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) + "\n")
-        RESULTS.mkdir(parents=True, exist_ok=True)
+        target = result_path(result.student, result.chapter)
+        before = _read_result(target)
         data = {**result.to_json(), "fingerprint": fingerprint, **extra}
-        target = RESULTS / f"{result.student}__{result.chapter}.json"
-        partial = target.with_suffix(".json.partial")
-        partial.write_text(json.dumps(data, indent=1) + "\n")
-        partial.replace(target)  # a run stopped mid-write leaves the old result, never half of one
+        for key in ("manual", "review"):  # a grading that failed keeps what was known of the hand grades
+            if key in before:
+                data[key] = before[key]
         if result.tests:
-            self.gradebook_entry(result, notebook_name)
+            data["manual"], data["review"] = self.gradebook_entry(result, notebook_name, fingerprint, before)
+        _write_result(target, data)
 
-    def gradebook_entry(self, result, notebook_name: str) -> None:
-        """Scores and review flags of one submission in the gradebook (idempotent)."""
+    def refresh(self, result, notebook_name: str, fingerprint: str) -> None:
+        """An unchanged submission's recorded result written back into the gradebook (a replaced or restored
+        gradebook gets it back), and what a person graded by hand since noted in its results JSON."""
+        target = result_path(result.student, result.chapter)
+        data = _read_result(target)
+        manual, review = self.gradebook_entry(result, notebook_name, fingerprint, data)
+        if data and (data.get("manual", {}), data.get("review", {})) != (manual, review):
+            _write_result(target, {**data, "manual": manual, "review": review})
+
+    def gradebook_entry(self, result, notebook_name: str, fingerprint: str = "",
+                        before: dict | None = None) -> tuple[dict, dict]:
+        """Scores and review flags of one submission in the gradebook (idempotent).
+
+        ``before`` is the submission's previous results JSON. Returns its new ``manual`` (grade id → the
+        manual score and the fingerprint it was given against) and ``review`` (exercise → reasons) entries.
+        """
         import warnings
 
+        from grade import exercise_of
         from nbgrader.api import MissingEntry
 
+        before = before or {}
+        known = before.get("manual", {})
+        # What a person grading by hand since the last run saw: the previously recorded submission.
+        shown = before.get("fingerprint") or fingerprint
+        manual: dict[str, dict] = {}
+        review: dict[str, list[str]] = {}  # kept once resolved: review.csv lists it as resolved
+        tests = {t.grade_id: t for t in result.tests}
         gb = self.gradebook
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's own session handling
@@ -372,25 +483,53 @@ class Recorder:
                 gb.find_submission(result.chapter, result.student)
             except MissingEntry:
                 gb.add_submission(result.chapter, result.student)
-            for test in result.tests:
-                grade = gb.find_grade(test.grade_id, notebook_name, result.chapter, result.student)
-                grade.auto_score = test.score
-                grade.manual_score = None
-                grade.needs_manual_grade = test.exercise in result.flagged
             nb = gb.find_submission_notebook(notebook_name, result.chapter, result.student)
-            nb.flagged = bool(result.flagged) or bool(result.error)
+            for grade in nb.grades:
+                test = tests.get(grade.name)
+                exercise = test.exercise if test else exercise_of(grade.name)
+                if test is not None:
+                    grade.auto_score = test.score
+                if grade.manual_score is None:
+                    if test is not None:
+                        grade.needs_manual_grade = exercise in result.flagged
+                    continue
+                seen = known.get(grade.name)
+                # A manual score not seen before (or saved again in formgrader after it was sent back for
+                # review) was given against what was recorded when the person graded it.
+                regiven = (not isinstance(seen, dict) or seen.get("score") != grade.manual_score
+                           or (seen.get("changed") and not grade.needs_manual_grade))
+                against = shown if regiven else seen.get("fingerprint", shown)
+                changed = bool(fingerprint) and against != fingerprint
+                manual[grade.name] = {"score": grade.manual_score, "fingerprint": against, "changed": changed}
+                grade.needs_manual_grade = changed
+                reasons = review.setdefault(exercise, list((before.get("review") or {}).get(exercise, [])))
+                if changed and CHANGED_AFTER_MANUAL not in reasons:
+                    reasons.append(CHANGED_AFTER_MANUAL)
+            review = {exercise: reasons for exercise, reasons in review.items() if reasons}
+            if any(grade.needs_manual_grade for grade in nb.grades):
+                nb.flagged = True  # while something waits for a person; cleared by a person, never by a run
             gb.db.commit()
+        return manual, review
+
+
+def hand_graded(result) -> tuple[set[str], list[str]]:
+    """Of a recorded submission: the exercises whose every test cell a person graded by hand (for this very
+    submission), and those hand-graded before the submission changed (they wait for a person again)."""
+    manual = _read_result(result_path(result.student, result.chapter)).get("manual", {})
+    cells: dict[str, list[str]] = {}
+    for test in result.tests:
+        cells.setdefault(test.exercise, []).append(test.grade_id)
+    by_hand = {ex for ex, ids in cells.items()
+               if all(g in manual and not manual[g].get("changed") for g in ids)}
+    changed = [ex for ex, ids in cells.items() if any(manual.get(g, {}).get("changed") for g in ids)]
+    return by_hand, changed
 
 
 def previous_result(student: str, chapter: str, fingerprint: str):
     """The recorded result of this exact submission (same file, release and tests), if it was graded."""
     import grade as grading
 
-    path = RESULTS / f"{student}__{chapter}.json"
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+    data = _read_result(result_path(student, chapter))
     if data.get("fingerprint") != fingerprint or data.get("error") or not data.get("tests"):
         return None
     return grading.GradeResult.from_json(data)
@@ -440,7 +579,10 @@ def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, su
     import parallel
 
     known = set(chapters())
+    people, rules = load_roster(), load_policy()  # a malformed roster or policy stops here, changing nothing
     sync_gradebook()
+    sync_roster(people)
+    times: dict[tuple[str, str], dict] = {}  # when each submission was handed in (results JSON fields)
     results, skipped, todo = [], [], []
     for sid, ch in submissions(student, chapter):
         if ch not in known:
@@ -455,16 +597,19 @@ def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, su
             results.append(grading.GradeResult(sid, ch, error=f"no notebook under submitted/{sid}/{ch}/"))
             continue
         job = parallel.Job(sid, ch, path, release_nb, source_nb)
+        times[sid, ch] = submitted_at(sid, ch, path, rules)
         fingerprint = job.fingerprint()
         if not force and (before := previous_result(sid, ch, fingerprint)) is not None:
-            skipped.append((before, release_nb.stem))
+            skipped.append((before, release_nb.stem, fingerprint))
             continue
         todo.append((job, fingerprint, release_nb.stem, path != wanted))
     with Recorder() as recorder:
         for result in results:
             recorder.record(result, None, "")
-        for before, name in skipped:  # a replaced or restored gradebook gets them back
-            recorder.gradebook_entry(before, name)
+        for before, name, fingerprint in skipped:  # a replaced or restored gradebook gets them back
+            recorder.refresh(before, name, fingerprint)
+        for before, *_ in skipped:  # a re-submission of the same file: its new time
+            note_time(recorder.gradebook, before.student, before.chapter, times[before.student, before.chapter])
         bar = parallel.Progress(len(todo), progress)
         try:
             payloads = [job.payload(cell_timeout, submission_timeout, unsafe) for job, *_ in todo]
@@ -476,30 +621,128 @@ def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, su
                 graded_nb = nbformat.reads(outcome["notebook"], as_version=4) if outcome["notebook"] else None
                 recorder.record(result, graded_nb, name, fingerprint,
                                 **{k: outcome[k] for k in ("worker", "grader_peak_mb", "kernel_peak_mb")
-                                   if k in outcome})
+                                   if k in outcome}, **times[job.student, job.chapter])
+                note_time(recorder.gradebook, job.student, job.chapter, times[job.student, job.chapter])
                 results.append(result)
                 bar.update(result)
         finally:
             bar.close()
-    return results, [before for before, _ in skipped]
+    return results, [before for before, *_ in skipped]
+
+
+# ---------------------------------------------------------------- roster, late policy, submission times
+
+
+def load_roster() -> dict[str, dict[str, str]]:
+    """The class roster ({} when there is none); a malformed one is a :class:`PipelineError`."""
+    import roster
+
+    try:
+        return roster.read(ROSTER)
+    except roster.RosterError as err:
+        raise PipelineError(str(err)) from None
+
+
+def load_policy():
+    """The late policy (policy.Policy); a malformed one is a :class:`PipelineError`."""
+    import policy
+
+    try:
+        return policy.load(POLICY, chapters())
+    except policy.PolicyError as err:
+        raise PipelineError(str(err)) from None
+
+
+def sync_roster(people: dict[str, dict[str, str]]) -> list[str]:
+    """nbgrader's students table in step with the roster (names, e-mail, LMS id); returns who changed."""
+    import roster
+
+    return roster.sync_url(gradebook_url(), people)
+
+
+def submitted_at(student: str, chapter: str, notebook: Path, rules) -> dict[str, str]:
+    """The results-JSON fields saying when a submission was handed in, and where that was read."""
+    import policy
+
+    when, source = policy.submission_time(SUBMITTED / student / chapter, notebook, rules.timezone)
+    return {"submitted": when.isoformat(), "submitted_from": source}
+
+
+def note_time(gb, student: str, chapter: str, fields: dict[str, str]) -> None:
+    """The submission time in its results JSON (when it changed: the same file handed in again) and as
+    nbgrader's submission timestamp (what formgrader shows)."""
+    import warnings
+    from datetime import UTC, datetime
+
+    from nbgrader.api import MissingEntry
+
+    target = RESULTS / f"{student}__{chapter}.json"
+    try:
+        data = json.loads(target.read_text())
+    except (OSError, ValueError):
+        data = None
+    if isinstance(data, dict) and any(data.get(k) != v for k, v in fields.items()):
+        partial = target.with_suffix(".json.partial")
+        partial.write_text(json.dumps({**data, **fields}, indent=1) + "\n")
+        partial.replace(target)
+    stamp = datetime.fromisoformat(fields["submitted"]).astimezone(UTC).replace(tzinfo=None)  # nbgrader: naive UTC
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            submission = gb.find_submission(chapter, student)
+        except MissingEntry:
+            return
+        if submission.timestamp != stamp:
+            submission.timestamp = stamp
+            gb.db.commit()
 
 
 def feedback() -> None:
-    """HTML feedback for every autograded submission, hidden tests removed."""
+    """HTML feedback for every autograded submission, hidden tests removed, exercises named, and a line on
+    the submission time against the late policy."""
+    load_policy()  # a malformed policy.toml: one clear error here rather than one per notebook from nbgrader
     for ch in chapters():
         if any((AUTOGRADED / sid / ch).exists() for sid, _ in submissions(chapter=ch)):
             nbgrader("generate_feedback", ch, "--force")
 
 
-def grades(fmt: str = "csv", out: Path | None = None) -> list[Path]:
-    """Export the gradebook: per-exercise columns and totals (``csv``), or Canvas's or Moodle's import
-    file; ``review.csv`` beside it lists what needs a person. Returns the files written."""
+def grades(fmt: str = "csv", out: Path | None = None, only: list[str] | None = None, missing: str = "blank",
+           notes: list[str] | None = None) -> list[Path]:
+    """Export the gradebook: per-exercise columns, days late and totals after the late penalty (``csv``), or
+    Canvas's or Moodle's import file; ``review.csv`` beside it lists what needs a person. ``only``: the
+    chapters to export (default: those with a submission); ``missing``: a chapter not handed in is ``blank``
+    or ``zero``. What an instructor should know (students not on the roster, late submissions) is appended to
+    ``notes``. Returns the files written."""
     import export
 
+    people, rules = load_roster(), load_policy()
     sync_gradebook()
+    sync_roster(people)
     out = out or (GRADES_CSV if fmt == "csv" else GRADING / f"grades-{fmt}.csv")
-    db_url = gradebook_url()
-    return export.write(export.read(db_url, RESULTS), out, fmt)
+    table = export.read(gradebook_url(), RESULTS)
+    notes = [] if notes is None else notes
+    if people:
+        outsiders = export.merge_roster(table, people)
+        if outsiders:
+            notes.append(f"not on the roster (exported all the same): {', '.join(outsiders)}")
+    else:
+        notes.append(f"no roster at {ROSTER}: names and LMS ids come from the gradebook "
+                     "(copy autograder/roster.example.csv)")
+    try:
+        written = export.write(table, out, fmt, only, missing, rules)
+        chosen = export.select_chapters(table, only)
+    except ValueError as err:
+        raise PipelineError(str(err)) from None
+    for sid in table.students:
+        for ch in chosen:
+            got = export.mark(table, sid, ch, rules)
+            if got.late is not None and got.late.days > 0:
+                source = table.submitted_from.get((sid, ch), "")
+                notes.append(f"late: {sid} {ch}: {got.late.days:g} day(s), -{got.late.penalty:g} points "
+                             f"({got.raw:g} -> {got.final:g}); time from {source or 'the results JSON'}")
+    if not chosen:
+        notes.append("no chapter has a submission: name some with --chapter")
+    return written
 
 
 def bundle(out: Path | None = None) -> Path:
@@ -543,6 +786,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("feedback", help="HTML feedback under autograder/feedback/")
     p = sub.add_parser("grades", help="export grades to autograder/grades.csv (or grades-canvas/-moodle.csv)")
     p.add_argument("--format", default=os.environ.get("FORMAT") or "csv", choices=("csv", "canvas", "moodle"))
+    p.add_argument("--chapter", action="append", dest="chapters", metavar="CH",
+                   help="a chapter to export (repeat it for several; default: every chapter with a submission)")
+    p.add_argument("--missing", default=os.environ.get("MISSING") or "blank", choices=("blank", "zero"),
+                   help="a chapter a student did not hand in: left blank (default) or 0")
     sub.add_parser("bundle", help="dist/dlcourse-student.zip")
     args = parser.parse_args(argv)
     try:
@@ -564,15 +811,28 @@ def main(argv: list[str] | None = None) -> int:
                 print("WARNING: grading WITHOUT the sandbox (--unsafe): submissions can read and write this machine")
             if not results and not skipped:
                 print(f"no submissions under {SUBMITTED}/<student>/<chapter>/")
+            review = []  # what still needs a person: a flag nobody graded by hand, a change since one did
             for r in sorted(results, key=lambda r: (r.student, r.chapter)):
-                status = "FAILED" if r.error else ("REVIEW" if r.flagged else "graded")
+                by_hand, changed = hand_graded(r)
+                open_flags = [ex for ex in r.flagged if ex not in by_hand]
+                if open_flags or changed:
+                    review.append(r)
+                status = "FAILED" if r.error else ("REVIEW" if open_flags or changed else "graded")
                 print(f"{status:7} {r.student:20} {r.chapter:28} {r.score:5.1f}/{r.max_score:<5.1f} {r.seconds:6.1f} s")
                 for exercise, reasons in r.flagged.items():
-                    print(f"        {exercise}: flagged for review: {'; '.join(reasons)}")
+                    done = " (graded by hand since)" if exercise in by_hand else ""
+                    print(f"        {exercise}: flagged for review: {'; '.join(reasons)}{done}")
                 for line in r.notices + ([r.error] if r.error else []):
                     print("        " + line)
+                for exercise in changed:
+                    print(f"        {exercise}: {CHANGED_AFTER_MANUAL}")
+            for r in sorted(skipped, key=lambda r: (r.student, r.chapter)):
+                by_hand, changed = hand_graded(r)
+                if [ex for ex in r.flagged if ex not in by_hand] or changed:
+                    review.append(r)
+                for exercise in changed:  # still waiting for a person since an earlier run
+                    print(f"REVIEW  {r.student:20} {r.chapter:28} {exercise}: {CHANGED_AFTER_MANUAL}")
             failed = [r for r in results if r.error]
-            review = [r for r in results + skipped if r.flagged]
             print(f"{len(results) - len(failed)} graded, {len(failed)} failed, {len(review)} flagged for review, "
                   f"{len(skipped)} unchanged since they were graded (--force grades them again); "
                   f"results in {RESULTS}")
@@ -581,7 +841,11 @@ def main(argv: list[str] | None = None) -> int:
             feedback()
             print(f"feedback written under {FEEDBACK}/")
         elif args.command == "grades":
-            print("written: " + ", ".join(str(p) for p in grades(args.format)))
+            notes: list[str] = []
+            written = grades(args.format, only=args.chapters, missing=args.missing, notes=notes)
+            for line in notes:
+                print(line)
+            print("written: " + ", ".join(str(p) for p in written))
         elif args.command == "bundle":
             print(f"student bundle: {bundle().relative_to(ROOT)}")
     except PipelineError as err:

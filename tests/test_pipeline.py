@@ -314,6 +314,7 @@ def test_feedback_hides_hidden_tests_and_grades_export(graded):
     assert result.returncode == 0, result.stdout + result.stderr
     html = (root / "feedback" / "full_marks" / CHAPTER / f"{CHAPTER}.html").read_text()
     assert "visible tests passed" in html
+    assert "Test cell" not in html and "A numerically stable softmax: hidden tests" in html  # exercises named
     wrong = htmllib.unescape((root / "feedback" / "all_wrong" / CHAPTER / f"{CHAPTER}.html").read_text())
     assert "values differ" in wrong or "expected" in wrong  # the failures are reported...
     for line in hidden_test_lines(CHAPTER):  # ...without quoting the hidden tests
@@ -330,7 +331,7 @@ def test_feedback_hides_hidden_tests_and_grades_export(graded):
     assert float(rows["full_marks"]["total"]) == float(possible[f"{CHAPTER}/total"])
     assert float(rows["blank"]["total"]) == 0
     assert float(rows["full_marks"][f"{CHAPTER}/softmax"]) == float(possible[f"{CHAPTER}/softmax"]) > 0
-    assert rows["tamperer"]["01_seq2seq_attention/total"] == ""  # not submitted: blank, not 0
+    assert "01_seq2seq_attention/total" not in rows["tamperer"]  # nobody handed it in: not exported
     review = list(csv.DictReader((root / "review.csv").open()))
     assert {"reads_solutions", "tamperer"} <= {r["student"] for r in review}, review
     assert all(r["reason"] != "flagged by the grader" for r in review), review  # the grader's own reasons
