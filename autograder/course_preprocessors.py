@@ -174,8 +174,9 @@ def _heading(markdown: str) -> str:
 
 
 class ExerciseNames(NbGraderPreprocessor):
-    """Feedback: each graded cell named after its exercise, as ``metadata.dlcourse.label`` ("1 · A numerically
-    stable softmax: hidden tests"), which the course's feedback template lists instead of "Test cell".
+    """Feedback: each graded cell (and answer cell, for the comments on it) named after its exercise, as
+    ``metadata.dlcourse.label`` ("1 · A numerically stable softmax: hidden tests"), which the course's feedback
+    template lists instead of "Test cell" (and of the answer's grade id).
 
     An exercise's title is the last heading above its first cell; its name is the grade id without the
     ``_answer``/``_visible``/``_hidden`` suffix.
@@ -194,7 +195,7 @@ class ExerciseNames(NbGraderPreprocessor):
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
             gid = meta.get("grade_id") or ""
-            if not meta.get("grade") or not gid:
+            if not (meta.get("grade") or meta.get("solution")) or not gid:  # an answer: "Comment on <its label>"
                 continue
             exercise, _, part = gid.rpartition("_")
             if not (exercise and part in PARTS):
