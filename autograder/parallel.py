@@ -50,6 +50,10 @@ class Job:
         digest.update(self.oracles().encode())
         return digest.hexdigest()
 
+    def submission_digest(self) -> str:
+        """Changes when the submitted file does (and only then): what a manual grade was given against."""
+        return hashlib.sha256(self.submission.read_bytes()).hexdigest()
+
     def oracles(self) -> str:
         """The chapter's oracle declarations (:mod:`oracles`), as text."""
         import oracles

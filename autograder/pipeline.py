@@ -430,8 +430,13 @@ class Recorder:
         self.gradebook.close()
 
     def record(self, result, graded_nb: nbformat.NotebookNode | None, notebook_name: str,
-               fingerprint: str = "", **extra: object) -> None:
-        """Write one submission's result; a failed grading writes its JSON (with the reason) only."""
+               fingerprint: str = "", submission: str = "", **extra: object) -> None:
+        """Write one submission's result; a failed grading writes its JSON (with the reason) only.
+
+        ``fingerprint`` changes with the submission, the release and the tests (it decides what is graded
+        again); ``submission`` with the submitted file alone (it decides whether a manual grade was given
+        against what was handed in: a fixed test or oracle declaration sends nothing back to review).
+        """
         if graded_nb is not None:
             out_dir = AUTOGRADED / result.student / result.chapter
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -439,20 +444,21 @@ class Recorder:
             (out_dir / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) + "\n")
         target = result_path(result.student, result.chapter)
         before = _read_result(target)
-        data = {**result.to_json(), "fingerprint": fingerprint, **extra}
+        data = {**result.to_json(), "fingerprint": fingerprint, "submission": submission, **extra}
         for key in ("manual", "review"):  # a grading that failed keeps what was known of the hand grades
             if key in before:
                 data[key] = before[key]
         if result.tests:
-            data["manual"], data["review"] = self.gradebook_entry(result, notebook_name, fingerprint, before)
+            data["manual"], data["review"] = self.gradebook_entry(result, notebook_name, submission or fingerprint,
+                                                                  before)
         _write_result(target, data)
 
-    def refresh(self, result, notebook_name: str, fingerprint: str) -> None:
+    def refresh(self, result, notebook_name: str, submission: str) -> None:
         """An unchanged submission's recorded result written back into the gradebook (a replaced or restored
         gradebook gets it back), and what a person graded by hand since noted in its results JSON."""
         target = result_path(result.student, result.chapter)
         data = _read_result(target)
-        manual, review = self.gradebook_entry(result, notebook_name, fingerprint, data)
+        manual, review = self.gradebook_entry(result, notebook_name, submission, data)
         if data and (data.get("manual", {}), data.get("review", {})) != (manual, review):
             _write_result(target, {**data, "manual": manual, "review": review})
 
@@ -460,8 +466,9 @@ class Recorder:
                         before: dict | None = None) -> tuple[dict, dict]:
         """Scores and review flags of one submission in the gradebook (idempotent).
 
-        ``before`` is the submission's previous results JSON. Returns its new ``manual`` (grade id → the
-        manual score and the fingerprint it was given against) and ``review`` (exercise → reasons) entries.
+        ``fingerprint`` identifies the submitted file (:meth:`record`'s ``submission``); ``before`` is the
+        submission's previous results JSON. Returns its new ``manual`` (grade id → the manual score and the
+        submission it was given against) and ``review`` (exercise → reasons) entries.
         """
         import warnings
 
@@ -471,7 +478,7 @@ class Recorder:
         before = before or {}
         known = before.get("manual", {})
         # What a person grading by hand since the last run saw: the previously recorded submission.
-        shown = before.get("fingerprint") or fingerprint
+        shown = before.get("submission") or before.get("fingerprint") or fingerprint
         manual: dict[str, dict] = {}
         review: dict[str, list[str]] = {}  # kept once resolved: review.csv lists it as resolved
         tests = {t.grade_id: t for t in result.tests}
@@ -600,14 +607,14 @@ def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, su
         times[sid, ch] = submitted_at(sid, ch, path, rules)
         fingerprint = job.fingerprint()
         if not force and (before := previous_result(sid, ch, fingerprint)) is not None:
-            skipped.append((before, release_nb.stem, fingerprint))
+            skipped.append((before, release_nb.stem, job.submission_digest()))
             continue
         todo.append((job, fingerprint, release_nb.stem, path != wanted))
     with Recorder() as recorder:
         for result in results:
             recorder.record(result, None, "")
-        for before, name, fingerprint in skipped:  # a replaced or restored gradebook gets them back
-            recorder.refresh(before, name, fingerprint)
+        for before, name, digest in skipped:  # a replaced or restored gradebook gets them back
+            recorder.refresh(before, name, digest)
         for before, *_ in skipped:  # a re-submission of the same file: its new time
             note_time(recorder.gradebook, before.student, before.chapter, times[before.student, before.chapter])
         bar = parallel.Progress(len(todo), progress)
@@ -619,7 +626,7 @@ def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, su
                 if renamed:
                     result.notices.append(f"graded {job.submission.name} (expected {name}.ipynb)")
                 graded_nb = nbformat.reads(outcome["notebook"], as_version=4) if outcome["notebook"] else None
-                recorder.record(result, graded_nb, name, fingerprint,
+                recorder.record(result, graded_nb, name, fingerprint, job.submission_digest(),
                                 **{k: outcome[k] for k in ("worker", "grader_peak_mb", "kernel_peak_mb")
                                    if k in outcome}, **times[job.student, job.chapter])
                 note_time(recorder.gradebook, job.student, job.chapter, times[job.student, job.chapter])

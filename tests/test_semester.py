@@ -150,6 +150,24 @@ def test_manual_grades_survive_a_forced_regrade(semester):
     assert after["manual"]["softmax_hidden"]["score"] == 2.5 and not after.get("review"), after
 
 
+def test_changed_tests_grade_again_but_send_no_manual_grade_back(semester, tmp_path):
+    """A change on the course's side (here an oracle declaration; a fixed hidden test is the same) grades
+    every submission again, but the files handed in did not change: no manual grade goes back to review."""
+    root = semester
+    import oracles
+
+    changed = tmp_path / "oracles.toml"
+    changed.write_text((ROOT / "autograder" / "oracles.toml").read_text().replace('why = "', 'why = "(clarified) ', 1))
+    assert oracles.chapter_text(CHAPTER, changed) != oracles.chapter_text(CHAPTER)
+    result = _run(root, "autograde", "--chapter", CHAPTER, DLCOURSE_ORACLES=str(changed))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 graded, 0 failed" in result.stdout and CHANGED not in result.stdout, result.stdout
+    assert grades_of(root, "alice")["softmax_hidden"] == (3, 2.5, False)
+    assert grades_of(root, "bob")["ce_hidden"] == (0, 2, False)
+    result = _run(root, "autograde", "--chapter", CHAPTER)  # back to the committed declarations
+    assert "2 graded, 0 failed" in result.stdout and CHANGED not in result.stdout, result.stdout
+
+
 def test_a_changed_submission_keeps_its_manual_grade_and_goes_back_to_review(semester):
     root = semester
     path = root / "submitted" / "alice" / CHAPTER / f"{CHAPTER}.ipynb"
