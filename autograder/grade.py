@@ -54,6 +54,10 @@ class GradeResult:
     restarts: int = 0
     seconds: float = 0.0
     kernel_peak_mb: float = 0.0  # memory the sandboxed kernel used at most (summed over its processes)
+    # Where the time went, in seconds: reading and planning, starting the kernel, the student's and the
+    # release's cells in the kernel, the tests in the grader, restarts after a crash or hang (with replays),
+    # and ending the kernel.
+    timings: dict[str, float] = field(default_factory=dict)
     error: str = ""  # set when the submission could not be graded at all
 
     @property
@@ -72,7 +76,8 @@ class GradeResult:
     @classmethod
     def from_json(cls, data: dict) -> GradeResult:
         """The inverse of :meth:`to_json` (extra keys, such as a fingerprint, are ignored)."""
-        keys = ("student", "chapter", "flagged", "notices", "restarts", "seconds", "kernel_peak_mb", "error")
+        keys = ("student", "chapter", "flagged", "notices", "restarts", "seconds", "kernel_peak_mb", "timings",
+                "error")
         known = {k: data[k] for k in keys if k in data}
         return cls(tests=[TestScore(**t) for t in data.get("tests", [])], **known)
 
@@ -314,10 +319,21 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     prelude = prelude_of(release.cells)
     graded = copy.deepcopy(release)
     kernel = GradingKernel(sandbox or Sandbox())
+    spent = dict.fromkeys(("planning", "kernel start", "cells", "tests", "restarts"), 0.0)
+    spent["planning"] = time.monotonic() - start
+    clock = time.monotonic()
+
+    def lap(what: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        spent[what] += now - clock
+        clock = now
+
     ran: list[str] = []  # kernel sources that completed, for replay after a restart
     deadline = start + submission_timeout
     try:
         kernel.start()
+        lap("kernel start")
         for step in steps:
             cell = graded.cells[step.release_index] if step.release_index is not None else None
             left = deadline - time.monotonic()
@@ -325,11 +341,12 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
                 if step.flags:
                     if cell is not None:
                         cell.source = step.source
-                        cell.outputs = [_error_output("not run by the grader: it uses " + "; ".join(step.flags))]
+                        cell.outputs = [_error_output("not run by the grader: " + "; ".join(step.flags))]
                     continue
                 if left <= 0:
                     continue
                 run = kernel.run_cell(step.source, min(cell_timeout, left))
+                lap("cells")
                 if cell is not None:
                     cell.source = step.source
                     cell.outputs = run.outputs
@@ -340,6 +357,7 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
                     if cell is not None:
                         cell.outputs = run.outputs + [_error_output(f"the grader stopped this cell: it {what}")]
                     _restart(kernel, ran, cell_timeout, deadline)
+                    lap("restarts")
                     result.restarts += 1
                 else:
                     ran.append(step.source)
@@ -347,18 +365,20 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
             test_source = strip_markers(hidden_source(step.source, source, step.grade_id))
             if step.exercise in result.flagged:
                 score = TestScore(step.grade_id, step.exercise, step.points, 0.0,
-                                  "flagged for review: the answer uses " + "; ".join(result.flagged[step.exercise]))
+                                  "flagged for review: " + "; ".join(result.flagged[step.exercise]))
             elif left <= 0:
                 score = TestScore(step.grade_id, step.exercise, step.points, 0.0,
                                   "not run: the submission used up its time limit")
             else:
                 test = kernel.run_test(test_source, prelude, min(cell_timeout, left), step.grade_id)
+                lap("tests")
                 score = TestScore(step.grade_id, step.exercise, step.points, step.points if test.passed else 0.0,
                                   "passed" if test.passed else test.message[:4000])
                 if test.kernel_lost:
                     result.notices.append(f"the kernel {'died' if test.kernel_lost == 'died' else 'hung'} during "
                                           f"{step.grade_id}; it was restarted and the cells before it run again")
                     _restart(kernel, ran, cell_timeout, deadline)
+                    lap("restarts")
                     result.restarts += 1
                 if test.passed and step.grade_id.endswith("_visible") and test.stdout.strip():
                     score.message = test.stdout.strip()[:2000]
@@ -368,7 +388,9 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     except Exception as err:  # noqa: BLE001 - the grader itself failed: say so, keep the other submissions going
         result.error = f"{type(err).__name__}: {err}"
     finally:
+        clock = time.monotonic()
         kernel.close()
+        spent["closing"] = time.monotonic() - clock
         result.kernel_peak_mb = kernel.peak_mb
     graded_ids = {t.grade_id for t in result.tests}
     for step in steps:  # tests never reached (a grader failure) score 0 with the reason
@@ -376,6 +398,7 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
             result.tests.append(TestScore(step.grade_id, step.exercise, step.points, 0.0,
                                           result.error or "not graded"))
     result.seconds = time.monotonic() - start
+    result.timings = {k: round(v, 3) for k, v in spent.items()}
     return result, graded
 
 

@@ -178,7 +178,8 @@ def regrade_alone(parallel: Path, serial: Path, students: list[str], root: Path)
 
 
 def per_chapter(root: Path) -> dict[str, dict[str, float]]:
-    """The reference answers of each chapter graded alone (JOBS=1): seconds and the kernel's memory peak."""
+    """The reference answers of each chapter graded alone (JOBS=1): seconds (and where they went: kernel start,
+    cells, tests), and the kernel's memory peak."""
     for chapter in chapters():
         _save(root, f"ref_{chapter[:2]}", chapter, submission(chapter, answers_from_solution(chapter)))
     grade_class(root, 1)
@@ -187,7 +188,8 @@ def per_chapter(root: Path) -> dict[str, dict[str, float]]:
         r = json.loads(path.read_text())
         score, points = sum(t["score"] for t in r["tests"]), sum(t["points"] for t in r["tests"])
         out[r["chapter"]] = {"s": round(r["seconds"], 1), "kernel peak, MB": r.get("kernel_peak_mb", 0),
-                             "grader peak, MB": r.get("grader_peak_mb", 0), "score": f"{score:g}/{points:g}"}
+                             "grader peak, MB": r.get("grader_peak_mb", 0), "score": f"{score:g}/{points:g}",
+                             "where the time went, s": {k: round(v, 1) for k, v in r.get("timings", {}).items()}}
     return out
 
 

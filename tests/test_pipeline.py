@@ -256,6 +256,15 @@ def test_the_gradebook_and_classmates_are_out_of_reach(graded):
         assert path.read_text() != "{}", f"{path} was overwritten"
 
 
+def test_results_say_where_the_time_went(graded):
+    root, _, _ = graded
+    data = json.loads((root / "results" / f"full_marks__{CHAPTER}.json").read_text())
+    spent = data["timings"]
+    assert set(spent) == {"planning", "kernel start", "cells", "tests", "restarts", "closing"}, spent
+    assert spent["kernel start"] > 0 and spent["cells"] > 0 and spent["tests"] > 0, spent
+    assert spent["restarts"] == 0 and sum(spent.values()) <= data["seconds"] + 0.01, data
+
+
 def test_results_are_reproducible(graded):
     root, _, scores = graded
     before = json.loads((root / "results" / f"full_marks__{CHAPTER}.json").read_text())
