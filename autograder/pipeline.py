@@ -513,8 +513,13 @@ class Recorder:
                 if changed and CHANGED_AFTER_MANUAL not in reasons:
                     reasons.append(CHANGED_AFTER_MANUAL)
             review = {exercise: reasons for exercise, reasons in review.items() if reasons}
-            if any(grade.needs_manual_grade for grade in nb.grades):
-                nb.flagged = True  # while something waits for a person; cleared by a person, never by a run
+            # Flagged for a person while a cell waits for a manual grade, or when this grading found something
+            # the last one had not (a flagged exercise, a repaired file, a duplicated answer): a run never
+            # clears the flag, and one that finds nothing new does not raise again a flag a person cleared.
+            found = set(result.flagged) | set(result.notices)
+            known_before = set(before.get("flagged") or {}) | set(before.get("notices") or [])
+            if any(grade.needs_manual_grade for grade in nb.grades) or found - known_before:
+                nb.flagged = True
             gb.db.commit()
         return manual, review
 

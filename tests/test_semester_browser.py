@@ -219,6 +219,11 @@ def test_autograde_scores_the_class_as_the_rules_say(semester):
     assert not damaged.get("error") and damaged["tests"], damaged
     assert any("not valid JSON" in n for n in damaged["notices"]), damaged["notices"]
     assert "not valid JSON" in out.split("damaged", 1)[1], out
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:  # marked for a person in the gradebook
+        assert gb.find_submission_notebook(CHAPTER, CHAPTER, "damaged").flagged
+        assert not gb.find_submission_notebook(CHAPTER, CHAPTER, "right").flagged
 
     late = json.loads((root / "results" / f"late__{CHAPTER}.json").read_text())
     assert late["submitted_from"] == "timestamp.txt" and late["submitted"].startswith("2026-10-14T18:00"), late
