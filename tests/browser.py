@@ -68,6 +68,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_server(url: str, process: subprocess.Popen, log: Path, what: str, seconds: float = 90) -> None:
+    """Poll ``url`` until the server answers; RuntimeError with the tail of its log if it exits or stays silent."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=10)
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start; its log:\n{log.read_text()[-3000:]}") from None
+            time.sleep(0.3)
+
+
 class Lab:
     """JupyterLab serving ``root`` on a free localhost port with a random token; a context manager.
 
@@ -93,17 +106,11 @@ class Lab:
              "--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={state / 'settings'}",
              f"--LabApp.workspaces_dir={state / 'workspaces'}"],
             env=server_env, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.root)
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.base}/api/status?token={self.token}", timeout=5)
-                break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.close()
-                    log = self.log_path.read_text()[-3000:]
-                    raise RuntimeError(f"JupyterLab did not start; its log:\n{log}") from None
-                time.sleep(0.3)
+        try:
+            wait_for_server(f"{self.base}/api/status?token={self.token}", self.process, self.log_path, "JupyterLab")
+        except RuntimeError:
+            self.close()
+            raise
 
     @property
     def base(self) -> str:

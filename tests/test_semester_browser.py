@@ -30,13 +30,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
-from browser import chromium, unavailable
+from browser import chromium, unavailable, wait_for_server
 from conftest import ROOT
 from kernel import reference_answers
 from kernel import released_notebook as submission
@@ -258,16 +256,12 @@ class Formgrader:
              "--no-browser", f"--IdentityProvider.token={self.token}"],
             cwd=ROOT / "autograder", env=_env(root), stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True)
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.base}/formgrader/api/assignments?token={self.token}", timeout=10)
-                break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.close()
-                    raise RuntimeError("formgrader did not start; its log:\n" + log.read_text()[-3000:]) from None
-                time.sleep(0.3)
+        try:
+            wait_for_server(f"{self.base}/formgrader/api/assignments?token={self.token}", self.process, log,
+                            "formgrader")
+        except RuntimeError:
+            self.close()
+            raise
 
     @property
     def base(self) -> str:
