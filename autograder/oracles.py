@@ -346,9 +346,9 @@ def oracle_uses(answer: str, oracle: Oracle, student: list[str] = (), release: l
     aliases = Aliases()
     aliases.learn([tree, *(t for t, _ in others), *given])
     chosen = _units(tree, "the answer")
-    own = set().union(*(u.binds for u in chosen)) if chosen else set()
+    own = set().union(*(u.binds for u in chosen))
     imported = set(aliases.names)
-    needed = set().union(*(u.reads for u in chosen)) - own if chosen else set()
+    needed = set().union(*(u.reads for u in chosen)) - own
     student_units = [u for t, where in others for u in _units(t, where)]
     release_units = [u for t in given for u in _units(t, "the release")]
     pending = student_units + release_units
@@ -363,8 +363,6 @@ def oracle_uses(answer: str, oracle: Oracle, student: list[str] = (), release: l
             needed |= u.reads - own
     reasons = []
     for unit in chosen:
-        if unit.where == "the release" and not unit.binds & needed:
-            continue
         for hit in _hits(unit, oracle, aliases):
             where = "" if unit.where == "the answer" else f" in {unit.where}, which the answer depends on"
             reasons.append(f"{hit}{where}")
