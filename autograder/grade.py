@@ -22,15 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import needs
 import oracles
 from flags import escape_hatches
 from sandbox import Sandbox
 from trusted import GradingKernel, prelude_of
+from warm import WarmKernels
 
 CELL_TIMEOUT = 300.0
 SUBMISSION_TIMEOUT = 1800.0
 ROLES = ("answer", "visible", "hidden")
 ADDED_CELLS = "(cells the student added)"  # where escape hatches outside any exercise are listed for review
+SKIPPED_NOTE = "[not run by the grader: nothing graded reads what this cell makes]\n"
 
 
 @dataclass
@@ -58,6 +61,7 @@ class GradeResult:
     # release's cells in the kernel, the tests in the grader, restarts after a crash or hang (with replays),
     # and ending the kernel.
     timings: dict[str, float] = field(default_factory=dict)
+    skipped_cells: int = 0  # release cells not run: nothing graded needs them (:mod:`needs`)
     error: str = ""  # set when the submission could not be graded at all
 
     @property
@@ -77,7 +81,7 @@ class GradeResult:
     def from_json(cls, data: dict) -> GradeResult:
         """The inverse of :meth:`to_json` (extra keys, such as a fingerprint, are ignored)."""
         keys = ("student", "chapter", "flagged", "notices", "restarts", "seconds", "kernel_peak_mb", "timings",
-                "error")
+                "skipped_cells", "error")
         known = {k: data[k] for k in keys if k in data}
         return cls(tests=[TestScore(**t) for t in data.get("tests", [])], **known)
 
@@ -181,6 +185,7 @@ class Step:
     points: float = 0.0
     student: bool = False  # the source is the student's (answer or added cell)
     flags: list[str] = field(default_factory=list)
+    skip: bool = False  # a release cell nothing graded needs (:mod:`needs`): not run
 
 
 def plan(release: nbformat.NotebookNode, cells: list[dict], notices: list[str]) -> list[Step]:
@@ -276,6 +281,24 @@ def oracle_flags(steps: list[Step], chapter: str, declarations: dict | None = No
     return found
 
 
+def mark_skipped(steps: list[Step], release: nbformat.NotebookNode, source: nbformat.NotebookNode | None) -> int:
+    """Set ``skip`` on the release's cells that the release marks as skippable and that nothing of this
+    submission needs (the student's answers and added cells may read what a demo cell binds: then it runs).
+    Returns how many cells are skipped."""
+    cells = []
+    for step in steps:
+        cell = release.cells[step.release_index] if step.release_index is not None else None
+        meta = cell.metadata.get("nbgrader", {}) if cell is not None else {}
+        if step.kind == "test":
+            cells.append(needs.Cell(hidden_source(step.source, source, step.grade_id), runs=False, test=True))
+        else:
+            runs = step.student or cell is None or not needs.marked_skip(cell)
+            cells.append(needs.Cell(step.source, runs=runs, setup=bool(meta.get("locked")) and runs))
+    for step, keep in zip(steps, needs.needed(cells), strict=True):
+        step.skip = not keep and step.kind == "kernel"
+    return sum(step.skip for step in steps)
+
+
 # ------------------------------------------------------------------------------------------- grading
 
 
@@ -295,11 +318,13 @@ def strip_markers(source: str) -> str:
 
 def grade(release_path: Path, submission_path: Path, source_path: Path, *, student: str = "", chapter: str = "",
           sandbox: Sandbox | None = None, cell_timeout: float = CELL_TIMEOUT,
-          submission_timeout: float = SUBMISSION_TIMEOUT,
-          declarations: dict[str, oracles.Oracle] | None = None) -> tuple[GradeResult, nbformat.NotebookNode]:
+          submission_timeout: float = SUBMISSION_TIMEOUT, declarations: dict[str, oracles.Oracle] | None = None,
+          all_cells: bool = False, kernels: WarmKernels | None = None) -> tuple[GradeResult, nbformat.NotebookNode]:
     """Grade ``submission_path`` against the release; returns the result and the autograded notebook.
 
-    ``declarations`` are the chapter's oracles by exercise (default: read from ``oracles.toml``).
+    ``declarations`` are the chapter's oracles by exercise (default: read from ``oracles.toml``). The release's
+    cells that nothing graded needs are not run (:mod:`needs`) unless ``all_cells``. ``kernels``: where a kernel
+    started ahead of time comes from (:mod:`warm`; else one is started here, in ``sandbox``).
     """
     start = time.monotonic()
     release = nbformat.read(release_path, as_version=4)
@@ -308,6 +333,8 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     cells, notices = read_submission(submission_path)
     result.notices += notices
     steps = plan(release, cells, result.notices)
+    if not all_cells:
+        result.skipped_cells = mark_skipped(steps, release, source)
     for exercise, reasons in oracle_flags(steps, result.chapter, declarations).items():
         result.flagged.setdefault(exercise, []).extend(reasons)
     for step in steps:
@@ -318,7 +345,9 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
             result.flagged.setdefault(ADDED_CELLS, []).extend(step.flags)
     prelude = prelude_of(release.cells)
     graded = copy.deepcopy(release)
-    kernel = GradingKernel(sandbox or Sandbox())
+    setup = next((c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
+    kernel = kernels.take(setup) if kernels is not None else None
+    warm, kernel = kernel is not None, kernel or GradingKernel(sandbox or Sandbox())
     spent = dict.fromkeys(("planning", "kernel start", "cells", "tests", "restarts"), 0.0)
     spent["planning"] = time.monotonic() - start
     clock = time.monotonic()
@@ -332,12 +361,17 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     ran: list[str] = []  # kernel sources that completed, for replay after a restart
     deadline = start + submission_timeout
     try:
-        kernel.start()
+        if not warm:
+            kernel.start()
         lap("kernel start")
         for step in steps:
             cell = graded.cells[step.release_index] if step.release_index is not None else None
             left = deadline - time.monotonic()
             if step.kind == "kernel":
+                if step.skip:
+                    if cell is not None:
+                        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=SKIPPED_NOTE)]
+                    continue
                 if step.flags:
                     if cell is not None:
                         cell.source = step.source

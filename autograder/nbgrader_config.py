@@ -16,6 +16,7 @@ from course_preprocessors import ExerciseNames, LateNotice, RemoveModelAnswers, 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.converters import GenerateAssignment  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
+from needs import MarkSkippable  # noqa: E402
 
 c = get_config()  # noqa: F821
 
@@ -36,8 +37,10 @@ c.CourseDirectory.feedback_directory = str(GRADING / "feedback")
 c.CourseDirectory.db_url = os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.egg-info", ".DS_Store"]
 
-# The release drops the instructor's model answers to the recap questions before anything else.
-c.GenerateAssignment.preprocessors = [RemoveModelAnswers, *GenerateAssignment.class_traits()["preprocessors"].default()]
+# The release drops the instructor's model answers to the recap questions before anything else, then marks the
+# cells grading may leave out (needs.py), while the reference answers and hidden tests are still there to read.
+c.GenerateAssignment.preprocessors = [RemoveModelAnswers, MarkSkippable,
+                                      *GenerateAssignment.class_traits()["preprocessors"].default()]
 
 # What students see in an answer cell.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

@@ -37,14 +37,22 @@ class ChapterSession:
 
 
 class TrustedSession:
-    """A chapter's solution notebook as the grader runs it: cells in a sandboxed kernel, tests in this process."""
+    """A chapter's solution notebook as the grader runs it: cells in a sandboxed kernel, tests in this process.
 
-    def __init__(self, chapter: str) -> None:
+    Every code cell runs (``skip`` False), or only those grading runs: the cells the release does not mark as
+    ones nothing graded needs (autograder/needs.py; ``skip`` True, the grader's default).
+    """
+
+    def __init__(self, chapter: str, skip: bool = False) -> None:
+        import nbformat
+        import needs
         import sandbox
         from trusted import GradingKernel, prelude_of
 
         self.chapter = chapter
-        cells = code_cells(solution_notebook(chapter))
+        source = nbformat.read(solution_notebook(chapter), as_version=4)
+        self.skipped = needs.skippable(source) if skip else set()
+        cells = [c for i, c in enumerate(source.cells) if c.cell_type == "code" and i not in self.skipped]
         ok, _ = sandbox.bwrap_available()
         self.kernel = GradingKernel(sandbox.Sandbox(unsafe=not ok), env={"OMP_NUM_THREADS": "1"})
         self.kernel.start()
@@ -85,5 +93,11 @@ def chapter_session():
 
 @pytest.fixture(scope="session")
 def trusted_session():
-    """``trusted_session(name)`` → the (cached) chapter run the way the grader runs it."""
+    """``trusted_session(name)`` → the (cached) chapter run in the grader's sandbox, every cell run."""
     yield from _cached(TrustedSession)
+
+
+@pytest.fixture(scope="session")
+def grading_session():
+    """``grading_session(name)`` → the (cached) chapter run as grading runs it: the skippable cells left out."""
+    yield from _cached(lambda chapter: TrustedSession(chapter, skip=True))

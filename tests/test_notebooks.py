@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from conftest import CHAPTERS, ROOT
+from conftest import CHAPTERS, ROOT, solution_notebook
 from kernel import grade_id
 
 pytestmark = pytest.mark.notebook
@@ -75,13 +75,10 @@ def test_every_exercise_has_hidden_tests_and_planted_wrong_answers(chapter_sessi
     assert set(mutants) <= set(found), f"mutants for unknown exercises: {set(mutants) - set(found)}"
 
 
-def _test_with_wrong_answer(trusted_session, chapter_session, chapter: str, exercise: str, what: str, role: str):
-    """Define the planted wrong answer in the sandboxed kernel, run the exercise's ``role`` test cell ("hidden"
-    or "visible") in this process as the grader does, then restore the reference answer and check that it
-    passes again. Returns the wrong answer's test result."""
-    session = trusted_session(chapter)
-    parts = exercises(chapter_session, chapter)[exercise]
-    wrong = dict(load_mutants(chapter)[exercise])[what]
+def _in_session(session, parts: dict[str, str], exercise: str, wrong: str, role: str):
+    """Define the planted wrong answer in the session's sandboxed kernel, run the exercise's ``role`` test cell
+    ("hidden" or "visible") in this process as the grader does, then restore the reference answer and check
+    that it passes again. Returns the wrong answer's test result."""
     kernel = session.kernel
     try:
         defined = kernel.run_cell(wrong, 120)
@@ -94,10 +91,45 @@ def _test_with_wrong_answer(trusted_session, chapter_session, chapter: str, exer
     return result
 
 
+def _grading_leaves_out(chapter: str, exercise: str, wrong: str) -> set[int]:
+    """The cells grading leaves out of a submission with this one wrong answer (autograder/needs.py)."""
+    import nbformat
+    import needs
+
+    nb = nbformat.read(solution_notebook(chapter), as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == f"{exercise}_answer":
+            cell.source = wrong
+    cells = needs.release_cells(nb)
+    keep = needs.needed([c for _, c in cells])
+    return {i for (i, _), k in zip(cells, keep, strict=True) if not k}
+
+
+def _test_with_wrong_answer(trusted_session, grading_session, chapter_session, chapter: str, exercise: str,
+                            what: str, role: str):
+    """The wrong answer's ``role`` test, graded twice: in a kernel that ran every cell of the chapter and in one
+    that ran only what grading runs (the cells needs.py marks left out). Both must give the same verdict: that
+    is the proof that leaving the cells out changes no score. Returns the result with every cell run."""
+    parts = exercises(chapter_session, chapter)[exercise]
+    wrong = dict(load_mutants(chapter)[exercise])[what]
+    graded = grading_session(chapter)
+    missing = graded.skipped - _grading_leaves_out(chapter, exercise, wrong)
+    assert not missing, f"the wrong answer needs cells grading of the reference leaves out: {sorted(missing)}"
+    every_cell = _in_session(trusted_session(chapter), parts, exercise, wrong, role)
+    only_needed = _in_session(graded, parts, exercise, wrong, role)
+    assert every_cell.passed == only_needed.passed, (
+        f"{chapter}/{exercise} ({what}): {role} test {'passed' if every_cell.passed else 'failed'} with every cell "
+        f"run but {'passed' if only_needed.passed else 'failed'} with the skippable cells left out "
+        f"({every_cell.message!r} vs {only_needed.message!r})")
+    return every_cell
+
+
 @pytest.mark.parametrize(("chapter", "exercise", "what"), list(mutant_cases()))
-def test_hidden_tests_fail_a_planted_wrong_answer(trusted_session, chapter_session, chapter, exercise, what):
+def test_hidden_tests_fail_a_planted_wrong_answer(trusted_session, grading_session, chapter_session, chapter,
+                                                  exercise, what):
     """Graded the way the grader grades: the wrong answer in the sandboxed kernel, the tests in this process."""
-    graded = _test_with_wrong_answer(trusted_session, chapter_session, chapter, exercise, what, "hidden")
+    graded = _test_with_wrong_answer(trusted_session, grading_session, chapter_session, chapter, exercise, what,
+                                     "hidden")
     assert not graded.passed, f"{chapter}/{exercise}: hidden tests PASSED a wrong answer ({what})"
     assert graded.error_type in CHECK_ERRORS, (
         f"{chapter}/{exercise}: hidden tests failed with {graded.error_type}, not a check failure: "
@@ -121,14 +153,18 @@ def test_visible_catches_name_planted_wrong_answers():
 
 
 @pytest.mark.parametrize(("chapter", "exercise", "what"), list(visible_cases()))
-def test_visible_tests_fail_a_planted_wrong_answer(trusted_session, chapter_session, chapter, exercise, what):
+def test_visible_tests_fail_a_planted_wrong_answer(trusted_session, grading_session, chapter_session, chapter,
+                                                   exercise, what):
     """A visible test compares values, so a wrong answer does not look right to the student who runs it."""
-    shown = _test_with_wrong_answer(trusted_session, chapter_session, chapter, exercise, what, "visible")
+    shown = _test_with_wrong_answer(trusted_session, grading_session, chapter_session, chapter, exercise, what,
+                                    "visible")
     assert not shown.passed, f"{chapter}/{exercise}: the visible test PASSED a wrong answer ({what})"
 
 
 @pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(c)) for c in CHAPTERS])
-def test_reference_answers_pass_every_test_in_the_grader(trusted_session, chapter):
-    session = trusted_session(chapter)
-    failed = {gid: run.message for gid in session.tests if not (run := session.test(gid)).passed}
-    assert not failed, f"{chapter}: tests that fail the reference answers in the grader: {failed}"
+def test_reference_answers_pass_every_test_in_the_grader(trusted_session, grading_session, chapter):
+    """With every cell run, and with only the cells grading runs (the release's skippable cells left out)."""
+    for session in (trusted_session(chapter), grading_session(chapter)):
+        failed = {gid: run.message for gid in session.tests if not (run := session.test(gid)).passed}
+        assert not failed, (f"{chapter}: tests that fail the reference answers in the grader "
+                            f"({len(session.skipped)} cells left out): {failed}")

@@ -1,0 +1,258 @@
+"""Which of a chapter's cells grading has to run, and which it may leave out.
+
+Most of a chapter's code cells are demos: a training run, a widget, a figure. No test reads what they make,
+yet running them is most of what grading one submission costs. This module decides, from the sources
+alone, which release cells a graded thing can depend on:
+
+* always run: the set-up cell and every other code cell nbgrader knows by a grade id, every answer cell,
+  every cell the student added, and every cell an instructor tagged ``grading-run`` in ``solutions/``;
+* then, walking back from the last cell, a release cell runs when it binds a name that something run later
+  reads (a test, an answer, or another cell that runs), when it reads such a name whose value it could
+  change in place (anything but a module, a function or a class: ``train(model)``, ``model.eval()``), or
+  when it changes the process's global state that later code could see (:data:`GLOBAL_STATE`: the global
+  random seed, the default dtype or device, autograd's switch);
+* every other release cell is left out.
+
+``make release`` writes the decision into the student's notebook as cell metadata
+(``{"dlcourse": {"grading": "skip"}}``, :class:`MarkSkippable`), computed with the reference answers and the
+hidden tests. When a submission is graded, :func:`needed` runs again over the student's own cells: a cell
+the release marks as skippable still runs if the student's code reads what it binds. The test suite grades
+every chapter with the marked cells left out and with every cell run, for the reference answers and for
+every planted wrong answer, and requires the same scores.
+
+A name counts as read when any scope of the cell mentions it as a global (a function body's reads count:
+the function may be called by a test). Names a cell both reads and binds count as read too.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import symtable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+KEY = "dlcourse"        # the cell metadata key the release writes
+SKIP = "skip"           # metadata[KEY]["grading"] of a cell grading may leave out
+RUN_TAG = "grading-run"  # an instructor's tag in solutions/: always run this cell when grading
+
+# Calls that change state every later cell of the process sees. `torch.set_num_threads` is not one of them: the
+# tolerances hold for one thread and for two (tests/test_pipeline_chapters.py grades with both).
+GLOBAL_STATE = frozenset({
+    "manual_seed", "seed", "set_rng_state", "set_default_dtype", "set_default_device", "set_default_tensor_type",
+    "set_grad_enabled", "use_deterministic_algorithms", "set_printoptions", "set_flush_denormal",
+})
+
+
+@dataclass(frozen=True)
+class Names:
+    """What one code cell binds, reads and may change."""
+
+    binds: frozenset[str]    # bound at the top level, or changed in place there (`x[0] = 1`, `x.a = 2`)
+    kills: frozenset[str]    # of binds: bound for certain (a top-level assignment, def, class or import)
+    reads: frozenset[str]    # global names read by any scope of the cell
+    changes: frozenset[str]  # global names it may change in place: `x.m(...)`, `f(x)`, `x[0] = 1`
+    inert: frozenset[str]    # of binds: modules, functions and classes
+    imports: frozenset[str]  # of binds: modules and names imported
+    state: frozenset[str]    # roots of its calls to GLOBAL_STATE (`torch` for `torch.manual_seed(0)`)
+    known: bool = True       # False: the cell could not be read (a syntax error)
+
+
+UNKNOWN = Names(*(frozenset(),) * 7, known=False)
+
+
+def names(source: str) -> Names:
+    """The :class:`Names` of one code cell (IPython magics and shell escapes read as the calls they become)."""
+    from flags import to_python
+
+    python, _ = to_python(source)
+    try:
+        tree = ast.parse(python)
+        table = symtable.symtable(python, "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return UNKNOWN
+    binds, reads, imports = set(), set(), set()
+    for sym in table.get_symbols():
+        if sym.is_assigned() or sym.is_imported():
+            binds.add(sym.get_name())
+        if sym.is_imported():
+            imports.add(sym.get_name())
+        if sym.is_referenced():
+            reads.add(sym.get_name())
+    local: set[str] = set()  # names some function or class body binds for itself
+
+    def walk(t: symtable.SymbolTable) -> None:
+        for child in t.get_children():
+            for sym in child.get_symbols():
+                if sym.is_global() and sym.is_referenced():
+                    reads.add(sym.get_name())
+                if sym.is_declared_global() and sym.is_assigned():
+                    binds.add(sym.get_name())
+                if sym.is_local():
+                    local.add(sym.get_name())
+            walk(child)
+
+    walk(table)
+    defs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    binds |= defs
+    values = {name for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign)
+              for name in _target(n)}
+    kills = set(defs) | set(imports)
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            kills |= {n.id for t in targets for n in _plain_targets(t)}
+    changes, state = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+            root = _root(node)
+            if root is not None:
+                binds.add(root)
+                changes.add(root)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
+                root = _root(node.func.value)
+                if root is not None:
+                    changes.add(root)
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                arg = arg.value if isinstance(arg, ast.Starred) else arg
+                if isinstance(arg, ast.Name):
+                    changes.add(arg.id)
+            chain = _chain(node.func)
+            if chain and chain[-1] in GLOBAL_STATE:
+                state.add(chain[0])
+    changes -= local - (reads | binds)
+    reads -= {n for n in reads if hasattr(builtins, n) and n not in binds}
+    inert = (defs | imports) - values
+    return Names(frozenset(binds), frozenset(kills & binds - (changes - kills)), frozenset(reads),
+                 frozenset(changes & (reads | binds)), frozenset(inert), frozenset(imports), frozenset(state))
+
+
+def _target(node: ast.AST) -> set[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _plain_targets(target: ast.AST) -> list[ast.Name]:
+    """The names an assignment target binds as a whole (`a`, `a, b`), not those it changes (`a[0]`, `a.b`)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for elt in target.elts for n in _plain_targets(elt.value if isinstance(elt, ast.Starred) else elt)]
+    return []
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, ast.Subscript | ast.Attribute | ast.Call):
+        node = node.value if not isinstance(node, ast.Call) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _chain(func: ast.AST) -> list[str]:
+    """``torch.cuda.manual_seed`` → ["torch", "cuda", "manual_seed"]; [] for anything but names and dots."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    return [func.id, *reversed(parts)] if isinstance(func, ast.Name) else []
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One code cell as :func:`needed` sees it."""
+
+    source: str
+    runs: bool          # always run (set-up, answer, the student's own, tagged)
+    test: bool = False  # a test cell: run by the grader, never in the kernel; what it reads is needed
+    setup: bool = False  # the set-up cell: the values it binds (device, a vocabulary) are taken as constants
+
+
+def needed(cells: Sequence[Cell]) -> list[bool]:
+    """For each cell, whether grading has to run it (or, for a test, read it: always True)."""
+    parsed = [_test_names(c.source) if c.test else names(c.source) for c in cells]
+    unknown = [i for i, n in enumerate(parsed) if not n.known]
+    if unknown:  # an unreadable cell may read anything: keep it and everything before it
+        return [True] * (unknown[-1] + 1) + needed(cells[unknown[-1] + 1:])
+    # Test cells run in the grader: what they bind or change there is not the kernel's.
+    kernel = [n for c, n in zip(cells, parsed, strict=True) if not c.test]
+    inert, imported = _inert(kernel), set().union(*(n.imports for n in kernel))
+    constants = set().union(*(n.binds - n.inert for c, n in zip(cells, parsed, strict=True) if c.setup))
+    wanted: set[str] = set()  # names a kept cell after this one reads, from the binding that reaches it
+    keep = [False] * len(cells)
+    for i in range(len(cells) - 1, -1, -1):
+        cell, n = cells[i], parsed[i]
+        keep[i] = (cell.runs or cell.test or bool(n.state & imported) or bool(n.binds & wanted)
+                   or bool((n.changes & wanted) - inert - constants))
+        if keep[i]:
+            wanted = (wanted - n.kills) | n.reads
+    return keep
+
+
+def _test_names(source: str) -> Names:
+    """A test cell reads from the kernel exactly the names the grader fetches for it (:func:`trusted.free_names`)."""
+    from trusted import free_names
+
+    try:
+        return Names(*(frozenset(),) * 2, frozenset(free_names(source)), *(frozenset(),) * 4)
+    except SyntaxError:
+        return UNKNOWN
+
+
+def _inert(parsed: Iterable[Names]) -> set[str]:
+    """Names that are modules, functions or classes wherever they are bound."""
+    inert, values = set(), set()
+    for n in parsed:
+        inert |= n.inert
+        values |= n.binds - n.inert
+    return inert - values
+
+
+# ------------------------------------------------------------------------------------ the release's metadata
+
+
+def _nbgrader(cell) -> dict:  # noqa: ANN001 - a notebook cell
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def release_cells(nb) -> list[tuple[int, Cell]]:  # noqa: ANN001 - a notebook
+    """The code cells of a source notebook (reference answers and hidden tests in) as :class:`Cell` s."""
+    out = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        meta = _nbgrader(cell)
+        test = bool(meta.get("grade")) and not meta.get("solution")
+        runs = bool(meta.get("grade_id")) and not test or RUN_TAG in cell.get("metadata", {}).get("tags", [])
+        out.append((i, Cell(cell.source, runs=runs, test=test, setup=bool(meta.get("locked")) and runs)))
+    return out
+
+
+def skippable(nb) -> set[int]:  # noqa: ANN001 - a notebook
+    """Indices of the source notebook's cells that grading may leave out."""
+    cells = release_cells(nb)
+    keep = needed([c for _, c in cells])
+    return {i for (i, _), k in zip(cells, keep, strict=True) if not k}
+
+
+def marked_skip(cell) -> bool:  # noqa: ANN001 - a notebook cell
+    """Whether the release marks ``cell`` as one grading may leave out."""
+    return cell.get("metadata", {}).get(KEY, {}).get("grading") == SKIP
+
+
+class MarkSkippable(NbGraderPreprocessor):
+    """``make release``: mark the cells grading may leave out (run before the answers and hidden tests go)."""
+
+    def preprocess(self, nb, resources):  # noqa: ANN001, ANN201 - nbconvert's signature
+        skip = skippable(nb)
+        for i, cell in enumerate(nb.cells):
+            meta = cell.metadata.get(KEY, {})
+            meta.pop("grading", None)
+            if i in skip:
+                meta["grading"] = SKIP
+            if meta:
+                cell.metadata[KEY] = meta
+            else:
+                cell.metadata.pop(KEY, None)
+        return nb, resources
