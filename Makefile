@@ -81,9 +81,9 @@ lint: ## ruff, with fixes applied
 release: instructor-only setup ## generate course/ from solutions/ (all chapters, or CH=01_seq2seq_attention)
 	$(PIPELINE) release $(if $(CH),--chapter $(CH))
 
-autograde: instructor-only setup ## grade submissions under autograder/submitted/<student>/<chapter>/ (JOBS=N, SCHEDULER=tcp://host:8786, FORCE=1)
+autograde: instructor-only setup ## grade submissions under autograder/submitted/<student>/<chapter>/ (JOBS=N, SCHEDULER=tcp://host:8786, FORCE=1, ALL_CELLS=1)
 	$(PIPELINE) autograde $(if $(CH),--chapter $(CH)) $(if $(UNSAFE),--unsafe) $(if $(JOBS),--jobs $(JOBS)) \
-	  $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(FORCE),--force)
+	  $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(FORCE),--force) $(if $(ALL_CELLS),--all-cells)
 
 feedback: instructor-only setup ## HTML feedback (hidden tests removed) under autograder/feedback/
 	$(PIPELINE) feedback

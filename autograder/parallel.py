@@ -72,8 +72,23 @@ def _peak_mb(who: int) -> float:
     return round(resource.getrusage(who).ru_maxrss / 1024, 1)  # Linux reports KiB
 
 
+_WARM: dict[bool, Any] = {}  # unsafe → this process's warm.WarmKernels
+
+
+def warm_kernels(unsafe: bool):  # noqa: ANN201 - warm.WarmKernels, imported late
+    """This process's source of kernels started ahead of time (one spare, made ready while it grades)."""
+    if unsafe not in _WARM:
+        import sandbox
+        import warm
+
+        _WARM[unsafe] = warm.WarmKernels(lambda: sandbox.Sandbox(unsafe=unsafe))
+    return _WARM[unsafe]
+
+
 def grade_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """Grade one submission anywhere this repository's code can be imported; returns plain data."""
+    """Grade one submission anywhere this repository's code can be imported; returns plain data.
+
+    The kernel comes warm (:mod:`warm`) unless the payload says ``"warm": False``."""
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
     import grade
@@ -93,7 +108,9 @@ def grade_payload(payload: dict[str, Any]) -> dict[str, Any]:
             chapter=payload["chapter"], sandbox=sandbox.Sandbox(unsafe=payload["unsafe"]),
             declarations=({ex: o for (_, ex), o in oracles.parse(payload["oracles"]).items()}
                           if "oracles" in payload else None),
-            cell_timeout=payload["cell_timeout"], submission_timeout=payload["submission_timeout"])
+            cell_timeout=payload["cell_timeout"], submission_timeout=payload["submission_timeout"],
+            all_cells=payload.get("all_cells", False),
+            kernels=warm_kernels(payload["unsafe"]) if payload.get("warm", True) else None)
     return {"result": result.to_json(), "notebook": nbformat.writes(notebook), "worker": platform.node(),
             "grader_peak_mb": _peak_mb(resource.RUSAGE_SELF), "kernel_peak_mb": result.kernel_peak_mb}
 

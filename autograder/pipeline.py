@@ -549,8 +549,11 @@ def previous_result(student: str, chapter: str, fingerprint: str):
 
 def autograde(student: str | None = None, chapter: str | None = None, cell_timeout: float = 300,
               submission_timeout: float = 1800, unsafe: bool = False, jobs: int = 1, scheduler=None,
-              force: bool = False, progress: bool = True) -> tuple[list, list]:
+              force: bool = False, progress: bool = True, all_cells: bool = False) -> tuple[list, list]:
     """Grade the submissions (all, or the chosen ones); returns (graded now, unchanged and skipped).
+
+    Only the cells grading needs run (:mod:`needs`); ``all_cells`` runs every cell of the release too (the demos'
+    outputs then appear in the autograded notebooks) and grades everything again.
 
     ``jobs`` submissions at a time on this machine, or on the Dask cluster at ``scheduler``. Results are
     recorded as they arrive; a run that is stopped and started again grades only what is new or changed
@@ -578,14 +581,15 @@ def autograde(student: str | None = None, chapter: str | None = None, cell_timeo
     else:
         make_executor, close = parallel.local_pool(jobs), (lambda: None)
     try:
-        return _grade_all(student, chapter, cell_timeout, submission_timeout, unsafe, force, progress,
-                          make_executor)
+        return _grade_all(student, chapter, cell_timeout, submission_timeout, unsafe, force or all_cells, progress,
+                          make_executor, all_cells)
     finally:
         close()
 
 
 def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, submission_timeout: float,
-               unsafe: bool, force: bool, progress: bool, make_executor) -> tuple[list, list]:
+               unsafe: bool, force: bool, progress: bool, make_executor, all_cells: bool = False,
+               ) -> tuple[list, list]:
     """:func:`autograde` once its workers are there: plan, skip what is unchanged, grade, record."""
     import grade as grading
     import parallel
@@ -624,7 +628,9 @@ def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, su
             note_time(recorder.gradebook, before.student, before.chapter, times[before.student, before.chapter])
         bar = parallel.Progress(len(todo), progress)
         try:
-            payloads = [job.payload(cell_timeout, submission_timeout, unsafe) for job, *_ in todo]
+            todo.sort(key=lambda item: item[0].chapter)  # chapter by chapter: a worker's spare kernel fits the next
+            payloads = [dict(job.payload(cell_timeout, submission_timeout, unsafe), all_cells=all_cells)
+                        for job, *_ in todo]
             for i, outcome in parallel.run(payloads, make_executor):
                 job, fingerprint, name, renamed = todo[i]
                 result = grading.GradeResult.from_json(outcome["result"])
@@ -795,6 +801,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scheduler", default=os.environ.get("SCHEDULER") or None,
                    help="grade on this Dask cluster instead (e.g. tcp://host:8786)")
     p.add_argument("--force", action="store_true", help="grade again what was graded and has not changed")
+    p.add_argument("--all-cells", action="store_true", default=bool(os.environ.get("ALL_CELLS")),
+                   help="run every cell of the release, demos included (their outputs then appear in the "
+                        "autograded notebooks; slower); grades everything again")
     sub.add_parser("feedback", help="HTML feedback under autograder/feedback/")
     p = sub.add_parser("grades", help="export grades to autograder/grades.csv (or grades-canvas/-moodle.csv)")
     p.add_argument("--format", default=os.environ.get("FORMAT") or "csv", choices=("csv", "canvas", "moodle"))
@@ -818,7 +827,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"notebooks ok: {len(chapters())} chapter(s), course/ matches solutions/")
         elif args.command == "autograde":
             results, skipped = autograde(args.student, args.chapter, args.timeout, args.submission_timeout,
-                                         args.unsafe, args.jobs, args.scheduler, args.force)
+                                         args.unsafe, args.jobs, args.scheduler, args.force,
+                                         all_cells=args.all_cells)
             if args.unsafe:
                 print("WARNING: grading WITHOUT the sandbox (--unsafe): submissions can read and write this machine")
             if not results and not skipped:

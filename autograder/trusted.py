@@ -144,6 +144,15 @@ class GradingKernel:
 
     # lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the kernel's process, without waiting for it to answer (:meth:`wait_ready`).
+
+        Call it from the thread that outlives the kernel: the sandbox ends the kernel when the thread that
+        started it ends (bubblewrap's ``--die-with-parent``).
+        """
         self.sandbox.start()
         conn = self.exchange / f"kernel-{uuid.uuid4().hex[:8]}.json"
         write_connection_file(str(conn), transport="ipc", ip=str(self.exchange / "k"))
@@ -161,6 +170,9 @@ class GradingKernel:
         self.client = BlockingKernelClient(connection_file=str(conn))
         self.client.load_connection_file()
         self.client.start_channels()
+
+    def wait_ready(self) -> None:
+        """Wait until the launched kernel answers; :class:`KernelDied` if it never will."""
         why = self._wait_for_kernel_info()
         if why:
             tail = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
@@ -252,12 +264,14 @@ class GradingKernel:
                     run.outputs.append(out)
         return run
 
-    def run_cell(self, source: str, timeout: float, keep: bool = True) -> CellRun:
-        """Execute ``source`` in the kernel; a crash or a hang is reported, not raised."""
+    def run_cell(self, source: str, timeout: float, keep: bool = True, silent: bool = False) -> CellRun:
+        """Execute ``source`` in the kernel; a crash or a hang is reported, not raised. ``silent``: not counted
+        in the kernel's history or execution count (the grader's own set-up work)."""
         if not self.alive() or self.client is None:
             return CellRun(status="died")
         try:
-            msg_id = self.client.execute(source, store_history=True, allow_stdin=False, stop_on_error=False)
+            msg_id = self.client.execute(source, silent=silent, store_history=not silent, allow_stdin=False,
+                                         stop_on_error=False)
         except Exception:  # noqa: BLE001 - e.g. a source the message encoder refuses
             return CellRun(status="error", error=("GraderError", "the cell could not be sent to the kernel"))
         run = self._collect(msg_id, timeout, keep)

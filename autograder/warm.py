@@ -1,0 +1,116 @@
+"""Kernels started ahead of the submission that will use them.
+
+A new submission should not wait for Python to start and for ``import torch``. While one submission is
+graded, the next one's kernel is started in the sandbox and loads the modules the chapters' set-up cells
+import — only ``importlib.import_module`` of release code, in a silent cell that binds no name in the
+kernel's namespace and leaves no history. Nothing of any student has run in it. Each kernel still serves one
+submission only: :meth:`WarmKernels.take` hands it out and never takes it back.
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import threading
+from collections.abc import Callable, Iterable
+
+from sandbox import Sandbox
+from trusted import CellRun, GradingKernel
+
+WARM_TIMEOUT = 300.0
+# What every submission's tests load in the kernel: the agent the grader talks to (run_test imports it on the
+# first test), and torch._dynamo, which torch imports on the first call of a torch function mode
+# (checks.forbid's): 1.5-4 s on a 2-core machine, once per kernel.
+ALWAYS = ("dlcourse.grading.agent", "torch._dynamo")
+
+
+def modules_of(sources: Iterable[str]) -> list[str]:
+    """The modules the import statements of ``sources`` load (``from a import b`` gives ``a`` and ``a.b``,
+    which may be a module; the warm cell passes over it when it is not)."""
+    found: list[str] = []
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                found += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.append(node.module)
+                found += [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+    return list(dict.fromkeys(found))
+
+
+class WarmKernels:
+    """One spare kernel, made ready in a thread while the caller grades with the previous one.
+
+    The spare loads the modules of the set-up cell it was asked for last: submissions come chapter by
+    chapter (the pipeline orders them so), and a chapter-00 kernel need not load what chapter 04 imports.
+    """
+
+    def __init__(self, make_sandbox: Callable[[], Sandbox], env: dict[str, str] | None = None) -> None:
+        self.make_sandbox, self.env = make_sandbox, env
+        self._spare: tuple[str, GradingKernel, threading.Thread, list] | None = None
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def _prepare(self, setup: str) -> None:
+        kernel = GradingKernel(self.make_sandbox(), env=self.env)
+        code = _warm_cell([*modules_of([setup]), *ALWAYS])
+        outcome: list[CellRun] = []
+
+        def ready() -> None:
+            try:
+                kernel.wait_ready()
+                outcome.append(kernel.run_cell(code, WARM_TIMEOUT, keep=False, silent=True))
+            except Exception as err:  # noqa: BLE001 - KernelDied, or closed meanwhile: the spare is not used
+                outcome.append(CellRun(status="died", error=(type(err).__name__, str(err))))
+
+        try:
+            kernel.launch()  # here: the kernel lives as long as this thread (bubblewrap's --die-with-parent)
+        except OSError:
+            kernel.close()
+            return
+        thread = threading.Thread(target=ready, name="warm-kernel", daemon=True)
+        thread.start()
+        self._spare = (setup, kernel, thread, outcome)
+
+    def take(self, setup: str) -> GradingKernel | None:
+        """A started kernel that has loaded the modules ``setup`` (a set-up cell's source) imports, with the
+        next one on its way; None when there is no such spare (the first call, another chapter's, or one
+        that failed): then start a kernel the usual way."""
+        with self._lock:
+            spare, self._spare = self._spare, None
+            self._prepare(setup)
+        if spare is None:
+            return None
+        made_for, kernel, thread, outcome = spare
+        if made_for != setup:
+            kernel.close()
+            return None
+        thread.join()
+        if not outcome or not outcome[0].ok or not kernel.alive():
+            kernel.close()
+            return None
+        return kernel
+
+    def close(self) -> None:
+        """End the spare (at exit, and whenever grading is over)."""
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            _, kernel, thread, _ = spare
+            kernel.close()
+            thread.join(timeout=30)
+
+
+def _warm_cell(modules: Iterable[str]) -> str:
+    """The silent cell a spare kernel runs: every module imported, nothing left in the namespace."""
+    names = sorted(set(modules))
+    return (f"for __dlcourse_module in {names!r}:\n"
+            "    try:\n"
+            "        __import__('importlib').import_module(__dlcourse_module)\n"
+            "    except ImportError:\n"
+            "        pass\n"
+            "del __dlcourse_module\n")

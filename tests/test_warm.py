@@ -1,0 +1,71 @@
+"""Kernels started ahead of time (autograder/warm.py): they have loaded the set-up cell's modules and nothing
+else, each serves one submission, and a spare made for another chapter is not used."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sandbox
+import warm
+
+pytestmark = pytest.mark.notebook
+
+SETUP = "import torch\nfrom dlcourse import checks\nfrom dlcourse.checks import assert_close\n"
+NAMES = "print(sorted(k for k in globals() if not k.startswith('_') and k not in ('In', 'Out', 'exit', 'quit', " \
+        "'get_ipython', 'open')))"
+
+
+def _sandbox():
+    ok, _ = sandbox.bwrap_available()
+    return sandbox.Sandbox(unsafe=not ok)
+
+
+@pytest.fixture
+def kernels():
+    pool = warm.WarmKernels(_sandbox)
+    yield pool
+    pool.close()
+
+
+def test_the_modules_of_a_setup_cell():
+    assert warm.modules_of([SETUP, "import numpy as np\nfrom . import x", "import scipy\nsyntax error("]) == [
+        "torch", "dlcourse", "dlcourse.checks", "dlcourse.checks.assert_close", "numpy"]
+
+
+def test_a_warm_kernel_has_the_modules_and_no_names(kernels):
+    assert kernels.take(SETUP) is None  # nothing was ready for the first submission
+    kernel = kernels.take(SETUP)
+    assert kernel is not None
+    try:
+        seen = kernel.run_cell("import sys, json\nprint(json.dumps(['torch' in sys.modules, "
+                               "'dlcourse.checks' in sys.modules, 'dlcourse.grading.agent' in sys.modules]))", 60)
+        assert seen.ok and json.loads(seen.stdout) == [True, True, True], seen
+        names = kernel.run_cell(NAMES, 60)
+        assert names.ok and names.stdout.strip() == "['json', 'sys']", names.stdout  # only what this cell bound
+        count = kernel.run_cell("print(get_ipython().execution_count)", 60)
+        assert count.stdout.strip() == "4", count.stdout  # as in a fresh kernel: the warm-up left no history
+    finally:
+        kernel.close()
+
+
+def test_each_kernel_serves_one_submission(kernels):
+    kernels.take(SETUP)
+    first = kernels.take(SETUP)
+    first.run_cell("import builtins\nbuiltins.LEFT_BEHIND = 1", 60)
+    second = kernels.take(SETUP)
+    try:
+        assert second is not first and second.proc.pid != first.proc.pid
+        seen = second.run_cell("import builtins\nprint(hasattr(builtins, 'LEFT_BEHIND'))", 60)
+        assert seen.stdout.strip() == "False"
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_spare_made_for_another_chapter_is_not_used(kernels):
+    kernels.take(SETUP)
+    assert kernels.take("import math\n") is None
+    other = kernels.take("import math\n")
+    assert other is not None
+    other.close()
