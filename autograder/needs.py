@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import symtable
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ class Names:
 UNKNOWN = Names(*(frozenset(),) * 7, known=False)
 
 
+@functools.lru_cache(maxsize=4096)  # a release's cells are read again for every submission
 def names(source: str) -> Names:
     """The :class:`Names` of one code cell (IPython magics and shell escapes read as the calls they become)."""
     from flags import to_python
@@ -190,6 +192,7 @@ def needed(cells: Sequence[Cell]) -> list[bool]:
     return keep
 
 
+@functools.lru_cache(maxsize=4096)
 def _test_names(source: str) -> Names:
     """A test cell reads from the kernel exactly the names the grader fetches for it (:func:`trusted.free_names`)."""
     from trusted import free_names

@@ -122,6 +122,7 @@ def chapter_text(chapter: str, path: Path = DECLARATIONS) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=4096)
 def _parse(source: str) -> ast.Module | None:
     """The source as a tree (cached: the grader reads each cell once per exercise; never mutated)."""
     from flags import to_python
@@ -159,39 +160,39 @@ class Aliases:
         paths.add(path)
         return True
 
-    def learn(self, trees: list[ast.AST]) -> None:
+    def learn(self, nodes: list[ast.AST]) -> None:
+        """Follow the imports and assignments among ``nodes`` (:func:`_bindings` of each cell)."""
         for _ in range(8):  # an alias of an alias of ...: a few rounds reach the fixed point
             changed = False
-            for tree in trees:
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.Import):
-                        for a in node.names:
-                            if a.asname:
-                                changed |= self.bind(a.asname, a.name)
-                            else:
-                                root = a.name.split(".")[0]
-                                changed |= self.bind(root, root)
-                    elif isinstance(node, ast.ImportFrom) and not node.level:
-                        for a in node.names:
-                            if a.name == "*":
-                                self.star.add(node.module or "")
-                            else:
-                                changed |= self.bind(a.asname or a.name, f"{node.module}.{a.name}")
-                    elif isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
-                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                        values = self.resolve(node.value)
-                        pairwise = isinstance(node.value, ast.Tuple | ast.List)
-                        for target in targets:
-                            if pairwise and isinstance(target, ast.Tuple | ast.List) \
-                                    and len(target.elts) == len(node.value.elts):
-                                for t, v in zip(target.elts, node.value.elts, strict=True):
-                                    for name in _targets(t):
-                                        for path in self.resolve(v):
-                                            changed |= self.bind(name, path)
-                                continue
-                            for name in _targets(target):
-                                for path in values:
-                                    changed |= self.bind(name, path)
+            for node in nodes:
+                if isinstance(node, ast.Import):
+                    for a in node.names:
+                        if a.asname:
+                            changed |= self.bind(a.asname, a.name)
+                        else:
+                            root = a.name.split(".")[0]
+                            changed |= self.bind(root, root)
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    for a in node.names:
+                        if a.name == "*":
+                            self.star.add(node.module or "")
+                        else:
+                            changed |= self.bind(a.asname or a.name, f"{node.module}.{a.name}")
+                elif isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    values = self.resolve(node.value)
+                    pairwise = isinstance(node.value, ast.Tuple | ast.List)
+                    for target in targets:
+                        if pairwise and isinstance(target, ast.Tuple | ast.List) \
+                                and len(target.elts) == len(node.value.elts):
+                            for t, v in zip(target.elts, node.value.elts, strict=True):
+                                for name in _targets(t):
+                                    for path in self.resolve(v):
+                                        changed |= self.bind(name, path)
+                            continue
+                        for name in _targets(target):
+                            for path in values:
+                                changed |= self.bind(name, path)
             if not changed:
                 return
 
@@ -331,6 +332,20 @@ def _hits(unit: Unit, oracle: Oracle, aliases: Aliases) -> list[str]:
     return found
 
 
+@functools.lru_cache(maxsize=4096)
+def _bindings(source: str) -> tuple[ast.AST, ...]:
+    """The import and assignment nodes of a cell, anywhere in it (what :meth:`Aliases.learn` follows)."""
+    tree = _parse(source)
+    kinds = ast.Import | ast.ImportFrom | ast.Assign | ast.AnnAssign | ast.NamedExpr
+    return tuple(n for n in ast.walk(tree) if isinstance(n, kinds)) if tree is not None else ()
+
+
+@functools.lru_cache(maxsize=4096)
+def _units_of(source: str, where: str) -> tuple[Unit, ...]:
+    tree = _parse(source)
+    return tuple(_units(tree, where)) if tree is not None else ()
+
+
 def oracle_uses(answer: str, oracle: Oracle, student: list[str] = (), release: list[str] = ()) -> list[str]:
     """Why ``answer`` (an answer cell's source) uses its exercise's oracle; empty when it does not.
 
@@ -338,19 +353,16 @@ def oracle_uses(answer: str, oracle: Oracle, student: list[str] = (), release: l
     own code cells that run in the kernel (set-up and demos, not tests). The result is what a person
     reviewing the exercise reads: the oracle, and each reference that names it.
     """
-    tree = _parse(answer)
-    if tree is None:
+    if _parse(answer) is None:
         return []
-    others = [(t, f"student cell {i + 1}") for i, s in enumerate(student) if (t := _parse(s)) is not None]
-    given = [t for s in release if (t := _parse(s)) is not None]
     aliases = Aliases()
-    aliases.learn([tree, *(t for t, _ in others), *given])
-    chosen = _units(tree, "the answer")
+    aliases.learn([n for src in (answer, *student, *release) for n in _bindings(src)])
+    chosen = list(_units_of(answer, "the answer"))
     own = set().union(*(u.binds for u in chosen))
     imported = set(aliases.names)
     needed = set().union(*(u.reads for u in chosen)) - own
-    student_units = [u for t, where in others for u in _units(t, where)]
-    release_units = [u for t in given for u in _units(t, "the release")]
+    student_units = [u for i, src in enumerate(student) for u in _units_of(src, f"student cell {i + 1}")]
+    release_units = [u for src in release for u in _units_of(src, "the release")]
     pending = student_units + release_units
     while True:
         added = [u for u in pending
