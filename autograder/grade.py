@@ -57,9 +57,10 @@ class GradeResult:
     restarts: int = 0
     seconds: float = 0.0
     kernel_peak_mb: float = 0.0  # memory the sandboxed kernel used at most (summed over its processes)
-    # Where the time went, in seconds: reading and planning, starting the kernel, the student's and the
-    # release's cells in the kernel, the tests in the grader, restarts after a crash or hang (with replays),
-    # and ending the kernel.
+    # Where the time went, in seconds: reading and planning, starting the kernel (0 when it came warm), the
+    # release's cells (set-up, and any demo a test needs) and the student's in the kernel, the tests in the
+    # grader, restarts after a crash or hang (with replays), and ending the kernel; the instructor's process
+    # adds the time it took to record the result ("recording").
     timings: dict[str, float] = field(default_factory=dict)
     skipped_cells: int = 0  # release cells not run: nothing graded needs them (:mod:`needs`)
     error: str = ""  # set when the submission could not be graded at all
@@ -348,7 +349,7 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     setup = next((c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
     kernel = kernels.take(setup) if kernels is not None else None
     warm, kernel = kernel is not None, kernel or GradingKernel(sandbox or Sandbox())
-    spent = dict.fromkeys(("planning", "kernel start", "cells", "tests", "restarts"), 0.0)
+    spent = dict.fromkeys(("planning", "kernel start", "release cells", "student cells", "tests", "restarts"), 0.0)
     spent["planning"] = time.monotonic() - start
     clock = time.monotonic()
 
@@ -380,7 +381,7 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
                 if left <= 0:
                     continue
                 run = kernel.run_cell(step.source, min(cell_timeout, left))
-                lap("cells")
+                lap("student cells" if step.student else "release cells")
                 if cell is not None:
                     cell.source = step.source
                     cell.outputs = run.outputs

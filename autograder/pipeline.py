@@ -437,6 +437,7 @@ class Recorder:
         again); ``submission`` with the submitted file alone (it decides whether a manual grade was given
         against what was handed in: a fixed test or oracle declaration sends nothing back to review).
         """
+        start = time.monotonic()
         if graded_nb is not None:
             out_dir = AUTOGRADED / result.student / result.chapter
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -451,6 +452,8 @@ class Recorder:
         if result.tests:
             data["manual"], data["review"] = self.gradebook_entry(result, notebook_name, submission or fingerprint,
                                                                   before)
+        if data.get("timings"):  # the instructor's side: the autograded notebook, the gradebook, this file
+            data["timings"] = {**data["timings"], "recording": round(time.monotonic() - start, 3)}
         _write_result(target, data)
 
     def refresh(self, result, notebook_name: str, submission: str) -> None:

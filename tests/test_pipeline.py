@@ -29,7 +29,7 @@ CHAPTER = "00_welcome"
 STUDENTS = ("full_marks", "blank", "all_wrong", "noisy", "edited_tests", "tamperer", "swallows_interrupt",
             "reads_solutions", "corrupt_file", "pasted_test_cell", "renamed_and_duplicated", "new_graded_cell",
             "truncated", "lone_surrogate", "quits", "exits_process", "kills_itself", "writes_gradebook",
-            "prints_hidden_tests", "helper_cell")
+            "prints_hidden_tests", "helper_cell", "reads_a_demo")
 
 
 def _mutants(chapter):
@@ -135,6 +135,9 @@ def graded(tmp_path_factory):
         "        exec(''.join(_c['source']))"))
     _save(root, "reads_solutions", CHAPTER, submission(CHAPTER, steal))
     _save(root, "corrupt_file", CHAPTER, "{ this is not a notebook")
+    # an answer that reads what a demo cell before it made: grading must run that demo, though it skips it otherwise
+    _save(root, "reads_a_demo", CHAPTER, submission(CHAPTER, dict(
+        good, sgd_answer="assert len(labels) == 6  # the widget demo's words\n" + good["sgd_answer"])))
     _add_accidents(root, good, first_wrong)
     result = _run(root, "autograde", DLCOURSE_CELL_TIMEOUT="40", JOBS="2")  # two at a time, as on 2 cores
     scores = {}
@@ -217,6 +220,7 @@ def _add_accidents(root: Path, good: dict[str, str], wrong: dict[str, str]) -> N
     _save(root, "writes_gradebook", CHAPTER, submission(CHAPTER, dict(wrong, sgd_answer=wrong["sgd_answer"] + "\n"
                                                                     + attack)))
     spy = good["softmax_answer"].replace('"""\n', '"""\n    print("HIDDEN-INPUT", x.shape, x.flatten()[:3])\n', 1)
+    spy += "\n_ = softmax(torch.zeros(1, 3))  # prints in the kernel while the notebook is graded"
     _save(root, "prints_hidden_tests", CHAPTER, submission(CHAPTER, dict(good, softmax_answer=spy)))
 
     def helper(nb):  # a helper function in a cell of its own, used by the answer below it
@@ -260,9 +264,42 @@ def test_results_say_where_the_time_went(graded):
     root, _, _ = graded
     data = json.loads((root / "results" / f"full_marks__{CHAPTER}.json").read_text())
     spent = data["timings"]
-    assert set(spent) == {"planning", "kernel start", "cells", "tests", "restarts", "closing"}, spent
-    assert spent["kernel start"] > 0 and spent["cells"] > 0 and spent["tests"] > 0, spent
-    assert spent["restarts"] == 0 and sum(spent.values()) <= data["seconds"] + 0.01, data
+    assert set(spent) == {"planning", "kernel start", "release cells", "student cells", "tests", "restarts",
+                          "closing", "recording"}, spent
+    assert spent["release cells"] > 0 and spent["student cells"] > 0 and spent["tests"] > 0, spent
+    assert spent["recording"] > 0, spent  # the instructor's process, after grading
+    graded_time = sum(v for k, v in spent.items() if k != "recording")
+    assert spent["restarts"] == 0 and graded_time <= data["seconds"] + 0.01, data
+
+
+def _outputs(root: Path, student: str) -> list[tuple[str, str]]:
+    """(first line of source, text of its outputs) of each code cell of a student's autograded notebook."""
+    nb = nbformat.read(root / "autograded" / student / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
+    return [(c.source.splitlines()[0] if c.source else "", "".join(o.get("text", "") for o in c.outputs))
+            for c in nb.cells if c.cell_type == "code"]
+
+
+def test_grading_leaves_out_the_demos_nothing_graded_needs(graded):
+    import grade
+
+    root, _, scores = graded
+    data = json.loads((root / "results" / f"full_marks__{CHAPTER}.json").read_text())
+    assert data["skipped_cells"] == 2, data  # the softmax widget and the training demo
+    skipped = [first for first, text in _outputs(root, "full_marks") if text == grade.SKIPPED_NOTE]
+    assert len(skipped) == 2 and skipped[0].startswith("labels = "), skipped
+    assert all(score == points for score, points in scores["full_marks", CHAPTER].values())
+
+
+def test_an_answer_that_reads_a_demo_gets_the_demo_run(graded):
+    import grade
+
+    root, _, scores = graded
+    got = scores["reads_a_demo", CHAPTER]
+    assert got["sgd_visible"][0] == got["sgd_visible"][1] > 0 and got["sgd_hidden"][0] == got["sgd_hidden"][1], got
+    data = json.loads((root / "results" / f"reads_a_demo__{CHAPTER}.json").read_text())
+    assert data["skipped_cells"] == 1, data
+    demo = next(text for first, text in _outputs(root, "reads_a_demo") if first.startswith("labels = "))
+    assert demo != grade.SKIPPED_NOTE
 
 
 def test_results_are_reproducible(graded):
