@@ -97,10 +97,11 @@ bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (n
 html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy
 	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast)
 
-bench: instructor-only setup ## benchmarks; results go to bench/results/ (widgets in a browser: bench/browser.py; grading a class: bench/grading.py, long)
+bench: instructor-only setup ## benchmarks; results go to bench/results/ (widgets in a browser: bench/browser.py; grading a class: bench/grading.py, long; against plain nbgrader: bench/versus.py)
 	$(PY) bench/run.py
 	$(PY) bench/browser.py
 	$(PY) bench/grading.py
+	$(PY) bench/versus.py
 
 # Chapters whose notebooks train what data/ ships (a checkpoint, or chapter 10's schedule runs), saved only
 # when the demo reaches its target.

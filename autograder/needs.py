@@ -6,19 +6,31 @@ alone, which release cells a graded thing can depend on:
 
 * always run: the set-up cell and every other code cell nbgrader knows by a grade id, every answer cell,
   every cell the student added, and every cell an instructor tagged ``grading-run`` in ``solutions/``;
-* then, walking back from the last cell, a release cell runs when it binds a name that something run later
-  reads (a test, an answer, or another cell that runs), when it reads such a name whose value it could
-  change in place (anything but a module, a function or a class: ``train(model)``, ``model.eval()``), or
-  when it changes the process's global state that later code could see (:data:`GLOBAL_STATE`: the global
-  random seed, the default dtype or device, autograd's switch);
+* then, walking back from the last cell, a release cell runs when
+  - it binds a name that something run later reads (a test, an answer, another cell that runs), from the
+    binding that reaches it: a name bound again for certain in between (a top-level assignment or def) cuts
+    the chain; what an answer, or a function of a cell that runs, reads is wanted wherever it is bound,
+    since a test may call it at any later moment;
+  - it may change such a value in place (``x[0] = 1``, ``model.eval()``, ``train(model)``), directly or
+    through a value built from it (an optimizer over the model's parameters, ``m = model``), or through a
+    function of the notebook's that assigns it as a global — modules, functions and classes excepted, and
+    the set-up cell's values (``device``) unless graded code reads them;
+  - it changes the process's global state (:data:`GLOBAL_STATE`: the global random seed, the default dtype
+    or device, autograd's switch);
+  - it cannot be read: a syntax error, ``exec``, ``globals()``, ``import *``, a cell magic
+    (:data:`OPAQUE`) — then everything before it runs too;
 * every other release cell is left out.
+
+What it does not see: state a helper changes behind a call (``runtime.seed_everything(0)``, an environment
+variable), random numbers a skipped cell would have drawn from the global generator. The chapters pass
+explicit generators to everything graded, and the proof below would show a difference.
 
 ``make release`` writes the decision into the student's notebook as cell metadata
 (``{"dlcourse": {"grading": "skip"}}``, :class:`MarkSkippable`), computed with the reference answers and the
 hidden tests. When a submission is graded, :func:`needed` runs again over the student's own cells: a cell
 the release marks as skippable still runs if the student's code reads what it binds. The test suite grades
 every chapter with the marked cells left out and with every cell run, for the reference answers and for
-every planted wrong answer, and requires the same scores.
+every planted wrong answer, and requires the same verdicts.
 
 A name counts as read when any scope of the cell mentions it as a global (a function body's reads count:
 the function may be called by a test). Names a cell both reads and binds count as read too.
@@ -39,6 +51,13 @@ KEY = "dlcourse"        # the cell metadata key the release writes
 SKIP = "skip"           # metadata[KEY]["grading"] of a cell grading may leave out
 RUN_TAG = "grading-run"  # an instructor's tag in solutions/: always run this cell when grading
 
+# Names through which a cell reaches what no analysis of its source can see (a cell using one is kept, with
+# everything before it). IPython's cell magics (`%%capture`, `%run`) become `get_ipython()` calls.
+OPAQUE = frozenset({"exec", "eval", "globals", "vars", "locals", "get_ipython", "__import__", "compile"})
+
+SAFE_MAGICS = frozenset({"matplotlib", "config", "precision", "pprint", "time", "timeit", "who", "whos", "pinfo",
+                         "pdoc", "xmode", "lsmagic"})
+
 # Calls that change state every later cell of the process sees. `torch.set_num_threads` is not one of them: the
 # tolerances hold for one thread and for two (tests/test_pipeline_chapters.py grades with both).
 GLOBAL_STATE = frozenset({
@@ -58,7 +77,8 @@ class Names:
     inert: frozenset[str]    # of binds: modules, functions and classes
     imports: frozenset[str]  # of binds: modules and names imported
     state: frozenset[str]    # roots of its calls to GLOBAL_STATE (`torch` for `torch.manual_seed(0)`)
-    known: bool = True       # False: the cell could not be read (a syntax error)
+    sets: frozenset[str] = frozenset()  # globals its functions assign (`global W`): what calling them changes
+    known: bool = True       # False: the cell could not be read (a syntax error, exec, a cell magic)
 
 
 UNKNOWN = Names(*(frozenset(),) * 7, known=False)
@@ -84,6 +104,7 @@ def names(source: str) -> Names:
         if sym.is_referenced():
             reads.add(sym.get_name())
     local: set[str] = set()  # names some function or class body binds for itself
+    sets: set[str] = set()
 
     def walk(t: symtable.SymbolTable) -> None:
         for child in t.get_children():
@@ -92,6 +113,7 @@ def names(source: str) -> Names:
                     reads.add(sym.get_name())
                 if sym.is_declared_global() and sym.is_assigned():
                     binds.add(sym.get_name())
+                    sets.add(sym.get_name())
                 if sym.is_local():
                     local.add(sym.get_name())
             walk(child)
@@ -107,7 +129,12 @@ def names(source: str) -> Names:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             kills |= {n.id for t in targets for n in _plain_targets(t)}
     changes, state = set(), set()
+    opaque = False  # it reaches names the analysis cannot see: exec, globals(), a cell magic, `import *`
+    harmless = {id(n.func.value.func) for n in ast.walk(tree) if _safe_magic(n)}
     for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in OPAQUE and id(node) not in harmless \
+                or isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            opaque = True
         if isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
             root = _root(node)
             if root is not None:
@@ -122,14 +149,31 @@ def names(source: str) -> Names:
                 arg = arg.value if isinstance(arg, ast.Starred) else arg
                 if isinstance(arg, ast.Name):
                     changes.add(arg.id)
+            if isinstance(node.func, ast.Name):  # a function of the notebook's may change what it reads
+                changes.add(node.func.id)
             chain = _chain(node.func)
             if chain and chain[-1] in GLOBAL_STATE:
                 state.add(chain[0])
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            changes |= {_root(d) for d in node.decorator_list} - {None}  # `@register` changes the registry
     changes -= local - (reads | binds)
     reads -= {n for n in reads if hasattr(builtins, n) and n not in binds}
     inert = (defs | imports) - values
+    if opaque:
+        return UNKNOWN
+    # An import binds the module object there already was: changes made to it before still count.
+    kills = kills - imports
     return Names(frozenset(binds), frozenset(kills & binds - (changes - kills)), frozenset(reads),
-                 frozenset(changes & (reads | binds)), frozenset(inert), frozenset(imports), frozenset(state))
+                 frozenset(changes & (reads | binds)), frozenset(inert), frozenset(imports), frozenset(state),
+                 frozenset(sets))
+
+
+def _safe_magic(node: ast.AST) -> bool:
+    """``get_ipython().run_line_magic("matplotlib", ...)``: a line magic that binds and changes no name."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "run_line_magic" and isinstance(node.func.value, ast.Call)
+            and isinstance(node.func.value.func, ast.Name) and node.func.value.func.id == "get_ipython"
+            and bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value in SAFE_MAGICS)
 
 
 def _target(node: ast.AST) -> set[str]:
@@ -180,16 +224,49 @@ def needed(cells: Sequence[Cell]) -> list[bool]:
     # Test cells run in the grader: what they bind or change there is not the kernel's.
     kernel = [n for c, n in zip(cells, parsed, strict=True) if not c.test]
     inert, imported = _inert(kernel), set().union(*(n.imports for n in kernel))
-    constants = set().union(*(n.binds - n.inert for c, n in zip(cells, parsed, strict=True) if c.setup))
-    wanted: set[str] = set()  # names a kept cell after this one reads, from the binding that reaches it
-    keep = [False] * len(cells)
-    for i in range(len(cells) - 1, -1, -1):
-        cell, n = cells[i], parsed[i]
-        keep[i] = (cell.runs or cell.test or bool(n.state & imported) or bool(n.binds & wanted)
-                   or bool((n.changes & wanted) - inert - constants))
-        if keep[i]:
-            wanted = (wanted - n.kills) | n.reads
-    return keep
+    # What graded code reads is never taken as a constant, even when the set-up cell binds it.
+    graded = set().union(*(n.reads for c, n in zip(cells, parsed, strict=True) if c.test or c.runs and not c.setup))
+    constants = set().union(*(n.binds - n.inert for c, n in zip(cells, parsed, strict=True) if c.setup)) - graded
+    aliases = _aliases(kernel, inert)
+    # An answer's functions run whenever a test calls them, and read the globals of that moment: what any answer
+    # (or other cell that always runs) reads is wanted before and after it, whichever binding it was; so is
+    # what a function or class of a kept cell reads.
+    everywhere = set().union(*(n.reads for c, n in zip(cells, parsed, strict=True) if c.runs and not c.setup))
+    while True:
+        keep, wanted = [False] * len(cells), set(everywhere)  # wanted: what a kept cell after this one reads
+        for i in range(len(cells) - 1, -1, -1):
+            cell, n = cells[i], parsed[i]
+            changed = _closure(n.changes, aliases)
+            keep[i] = (cell.runs or cell.test or bool(n.state & imported) or bool(n.binds & wanted)
+                       or bool((changed & wanted) - inert - constants))
+            if keep[i]:
+                wanted = (wanted - n.kills) | n.reads | everywhere
+        helpers = set().union(*(n.reads for k, c, n in zip(keep, cells, parsed, strict=True)
+                                if k and not c.test and n.inert - n.imports))
+        if helpers <= everywhere:
+            return keep
+        everywhere |= helpers
+
+
+def _aliases(parsed: Iterable[Names], inert: set[str]) -> dict[str, set[str]]:
+    """name → what changing it may change too: for a value, the values its cells built it from (``opt`` made
+    from ``model``, ``m = model``); for a function, the globals its body assigns (calling ``init`` that sets
+    ``W`` changes ``W``). Never through a class or a module: changing an instance changes not its class."""
+    out: dict[str, set[str]] = {}
+    for n in parsed:
+        for name in n.binds - n.imports:
+            out.setdefault(name, set()).update(n.sets if name in inert else (n.reads - inert) - {name})
+    return out
+
+
+def _closure(names_: frozenset[str], aliases: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(names_), list(names_)
+    while todo:
+        for other in aliases.get(todo.pop(), ()):
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen
 
 
 @functools.lru_cache(maxsize=4096)

@@ -108,6 +108,8 @@ def main() -> int:
     parser.add_argument("--mixed", type=int, default=200, help="mixed submissions for the consistency run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--per-chapter", type=int, default=1, help="0: skip timing each chapter alone")
+    parser.add_argument("--sample", type=int, default=4,
+                        help="right submissions of every chapter graded together with JOBS=N, for the projection")
     args = parser.parse_args()
     out: dict[str, object] = {"cores": os.cpu_count(), "jobs": args.jobs, "n": args.n,
                               "date": time.strftime("%Y-%m-%d")}
@@ -138,6 +140,8 @@ def main() -> int:
                 mixed, copy, out["mixed: submissions whose scores differ"], Path(tmp) / "again")
         if args.per_chapter:
             out["one right submission per chapter, graded alone"] = per_chapter(Path(tmp) / "each")
+        if args.sample:
+            out.update(class_sample(Path(tmp) / "sample", args.sample, args.jobs))
     out["projection, 300 students x 11 chapters"] = projection(out)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "grading.json").write_text(json.dumps(out, indent=1) + "\n")
@@ -193,6 +197,24 @@ def per_chapter(root: Path) -> dict[str, dict[str, float]]:
     return out
 
 
+def class_sample(root: Path, k: int, jobs: int) -> dict[str, object]:
+    """``k`` right submissions of every chapter, graded in one run with JOBS=jobs, as a class is: wall seconds
+    per submission (start-up, recording and all), what the projection uses."""
+    for chapter in chapters():
+        for i in range(k):
+            _save(root, f"c{i}_{chapter[:2]}", chapter, submission(chapter, answers_from_solution(chapter)))
+    sync(root)
+    run = grade_class(root, jobs)
+    n = k * len(chapters())
+    lost = sorted(s for s, scores in run["scores"].items()
+                  if any(score == 0 for gid, score in scores if gid.endswith(("_visible", "_hidden"))))
+    return {f"class sample: {n} right submissions ({k} per chapter), JOBS={jobs}, s": round(run["seconds"], 1),
+            "class sample: wall seconds per submission": round(run["seconds"] / n, 2),
+            "class sample: mean grading seconds per submission, by chapter": run["seconds_by_chapter"],
+            "class sample: submissions that lost points": [" ".join(s) for s in lost],
+            "class sample: jobs": jobs}
+
+
 def throughput(root: Path, n: int, jobs: int, out: dict) -> None:
     """``n`` right chapter-00 submissions graded with JOBS=1 and JOBS=jobs."""
     make_class(root, n, mixed=False)
@@ -209,19 +231,23 @@ def throughput(root: Path, n: int, jobs: int, out: dict) -> None:
 
 
 def projection(out: dict) -> dict[str, str]:
-    """Wall time for 300 × 11 submissions on 2, 16 and 64 cores, from the seconds per submission (each chapter
-    graded alone where measured, else the mixed class's serial means, else chapter 00's) and the measured
-    parallel efficiency; memory as JOBS × (the largest grader and kernel peaks)."""
+    """Wall time for 300 × 11 submissions on 2, 16 and 64 cores. On this machine's cores: the class sample's
+    wall seconds per submission (every chapter, JOBS = the cores, start-up and recording included). On more
+    cores: the serial seconds per submission (the sample's times its jobs; else each chapter graded alone,
+    else the mixed class's serial means, else chapter 00's) over the cores, at the measured parallel
+    efficiency. Memory as JOBS × (the largest grader and kernel peaks) plus one spare kernel per job."""
     alone = out.get("one right submission per chapter, graded alone") or {}
     per_chapter = ({ch: v["s"] for ch, v in alone.items()}
                    or out.get("mean seconds per submission, by chapter (serial)") or {})
     mean = (sum(per_chapter.values()) / len(per_chapter) if per_chapter
             else out[f"{out['n']} chapter-00 submissions, JOBS=1, s"] / out["n"])
     efficiency = min(1.0, out["speed-up"] / max(1, out["jobs"]))
+    if "class sample: wall seconds per submission" in out:
+        mean = out["class sample: wall seconds per submission"] * out["class sample: jobs"] * efficiency
     kernel = max([v["kernel peak, MB"] for v in alone.values()]
                  + [out.get("mixed: kernel peak (any chapter), MB", 0), out.get("kernel peak (chapter 00), MB", 0)])
     grader = max([v["grader peak, MB"] for v in alone.values()] + [out["grader process peak, MB"]])
-    memory_gb = (grader + kernel) / 1024
+    memory_gb = (grader + 2 * kernel) / 1024
     return {f"{cores} cores": f"{300 * 11 * mean / (cores * efficiency) / 3600:.1f} h with JOBS={cores}, "
                               f"about {cores * memory_gb:.0f} GB of memory"
             for cores in (2, 16, 64)}

@@ -34,7 +34,8 @@ def test_names_of_a_cell():
     n = needs.names("import numpy as np\nx = np.zeros(3)\nx[0] = y\n\ndef f():\n    return z + x\n"
                     "for i in range(3):\n    w = i\nmodel.train()\n%matplotlib inline\n")
     assert {"np", "x", "f", "i", "w"} <= n.binds
-    assert {"np", "x", "f"} <= n.kills and not {"i", "w"} & n.kills  # a loop may not bind: not for certain
+    assert {"x", "f"} <= n.kills and not {"i", "w"} & n.kills  # a loop may not bind: not for certain
+    assert "np" not in n.kills  # an import binds the module there already was, changes and all
     assert {"y", "z", "x", "model"} <= n.reads and "range" not in n.reads
     assert {"x", "model"} <= n.changes
     assert n.inert == {"np", "f"}
@@ -112,3 +113,51 @@ def test_a_tagged_cell_is_never_skipped():
     (first, *_) = sorted(needs.skippable(nb))
     nb.cells[first].metadata.setdefault("tags", []).append(needs.RUN_TAG)
     assert first not in needs.skippable(nb)
+
+
+def test_a_global_an_answer_reads_is_kept_wherever_it_is_bound():
+    """A test calls the answer later, when a demo after the answer may have bound what its body reads."""
+    cells = [answer("def scaled(x):\n    return x * SCALE"), a_test("print(scaled(2))"), demo("SCALE = 3"),
+             a_test("checks.assert_equal(scaled(2), 6)")]
+    assert kept(*cells) == [True, True, True, True]
+
+
+def test_a_model_changed_through_another_name_is_kept():
+    """An optimizer made from the model, an alias, a trainer: changing them changes the model."""
+    made = [demo("model = torch.nn.Linear(2, 2)"), demo("opt = torch.optim.SGD(model.parameters(), lr=0.1)"),
+            demo("for _ in range(3):\n    opt.zero_grad()\n    model(x).sum().backward()\n    opt.step()"),
+            a_test("print(model.weight)")]
+    assert kept(*made) == [True, True, True, True]
+    alias = [demo("model = torch.nn.Linear(2, 2)"), demo("m = model"), demo("m.weight.data.zero_()"),
+             a_test("print(model.weight)")]
+    assert kept(*alias) == [True, True, True, True]
+
+
+def test_a_function_that_sets_a_global_changes_it_when_called():
+    cells = [demo("def init():\n    global W\n    W = torch.zeros(2)"), demo("W = torch.ones(2)"), demo("init()"),
+             a_test("print(W)")]
+    assert kept(*cells) == [True, True, True, True]
+
+
+def test_what_a_kept_helper_reads_is_wanted_wherever_it_is_changed():
+    cells = [demo("model = torch.nn.Linear(2, 2)"), demo("def evaluate():\n    return model(x).sum()"),
+             demo("model.weight.data.zero_()"), a_test("print(evaluate())")]
+    assert kept(*cells) == [True, True, True, True]
+
+
+def test_a_module_imported_again_keeps_what_was_done_to_it():
+    cells = [demo("torch.backends.cudnn.benchmark = False"), demo("import torch"), a_test("print(torch.ones(1))")]
+    assert kept(*cells) == [True, True, True]
+
+
+def test_what_the_analysis_cannot_see_keeps_everything_before_it():
+    for hidden in ("%%capture\nW = 1", "exec('W = 1')", "globals()['W'] = 1", "from math import *",
+                   "get_ipython().user_ns['W'] = 1"):
+        assert kept(demo("a = 1"), demo(hidden), demo("b = 2")) == [True, True, False], hidden
+    assert kept(demo("a = 1"), demo("%matplotlib inline\nb = 2")) == [False, False]  # a harmless line magic
+
+
+def test_a_set_up_value_graded_code_reads_is_not_a_constant():
+    cells = [answer("def f():\n    return device"), demo("device.index"), demo("swap(device)"),
+             a_test("print(f())")]
+    assert kept(*cells) == [True, False, True, True]
