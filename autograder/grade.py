@@ -320,12 +320,14 @@ def strip_markers(source: str) -> str:
 def grade(release_path: Path, submission_path: Path, source_path: Path, *, student: str = "", chapter: str = "",
           sandbox: Sandbox | None = None, cell_timeout: float = CELL_TIMEOUT,
           submission_timeout: float = SUBMISSION_TIMEOUT, declarations: dict[str, oracles.Oracle] | None = None,
-          all_cells: bool = False, kernels: WarmKernels | None = None) -> tuple[GradeResult, nbformat.NotebookNode]:
+          all_cells: bool = False, kernels: WarmKernels | None = None,
+          upcoming: str | None = "") -> tuple[GradeResult, nbformat.NotebookNode]:
     """Grade ``submission_path`` against the release; returns the result and the autograded notebook.
 
     ``declarations`` are the chapter's oracles by exercise (default: read from ``oracles.toml``). The release's
     cells that nothing graded needs are not run (:mod:`needs`) unless ``all_cells``. ``kernels``: where a kernel
-    started ahead of time comes from (:mod:`warm`; else one is started here, in ``sandbox``).
+    started ahead of time comes from (:mod:`warm`; else one is started here, in ``sandbox``), and ``upcoming``
+    what the next submission's set-up cell is, for the kernel ``kernels`` starts meanwhile (:meth:`take`).
     """
     start = time.monotonic()
     release = nbformat.read(release_path, as_version=4)
@@ -347,7 +349,7 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     prelude = prelude_of(release.cells)
     graded = copy.deepcopy(release)
     setup = next((c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
-    kernel = kernels.take(setup) if kernels is not None else None
+    kernel = kernels.take(setup, upcoming) if kernels is not None else None
     warm, kernel = kernel is not None, kernel or GradingKernel(sandbox or Sandbox())
     spent = dict.fromkeys(("planning", "kernel start", "release cells", "student cells", "tests", "restarts"), 0.0)
     spent["planning"] = time.monotonic() - start

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
+import json
 import multiprocessing
 import os
 import platform
@@ -88,7 +89,9 @@ def warm_kernels(unsafe: bool):  # noqa: ANN201 - warm.WarmKernels, imported lat
 def grade_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """Grade one submission anywhere this repository's code can be imported; returns plain data.
 
-    The kernel comes warm (:mod:`warm`) unless the payload says ``"warm": False``."""
+    The kernel comes warm (:mod:`warm`) unless the payload says ``"warm": False``; ``"upcoming"`` is the set-up
+    cell of the submission this worker will likely grade next (None: none comes), for the kernel it starts
+    meanwhile."""
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
     import grade
@@ -109,7 +112,7 @@ def grade_payload(payload: dict[str, Any]) -> dict[str, Any]:
             declarations=({ex: o for (_, ex), o in oracles.parse(payload["oracles"]).items()}
                           if "oracles" in payload else None),
             cell_timeout=payload["cell_timeout"], submission_timeout=payload["submission_timeout"],
-            all_cells=payload.get("all_cells", False),
+            all_cells=payload.get("all_cells", False), upcoming=payload.get("upcoming", ""),
             kernels=warm_kernels(payload["unsafe"]) if payload.get("warm", True) else None)
     return {"result": result.to_json(), "notebook": nbformat.writes(notebook), "worker": platform.node(),
             "grader_peak_mb": _peak_mb(resource.RUSAGE_SELF), "kernel_peak_mb": result.kernel_peak_mb}
@@ -181,6 +184,25 @@ def dask_pool(scheduler: Any, jobs: int = 1) -> tuple[Callable[[], cf.Executor],
 
 
 # ------------------------------------------------------------------------------------------------ run
+
+
+def setup_cell(release: bytes) -> str:
+    """The set-up cell's source of a release notebook (its bytes); "" when it has none."""
+    for cell in json.loads(release).get("cells", []):
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "setup":
+            return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    return ""
+
+
+def hint_upcoming(payloads: list[dict[str, Any]], jobs: int) -> None:
+    """Tell each payload what its worker will likely grade next: the payload ``jobs`` places on (workers take
+    them in order), or nothing for the last ``jobs`` — so that no worker starts a kernel nobody will use."""
+    setups: dict[bytes, str] = {}
+    for i, payload in enumerate(payloads):
+        later = payloads[i + jobs] if i + jobs < len(payloads) else None
+        if later is not None and later["release"] not in setups:
+            setups[later["release"]] = setup_cell(later["release"])
+        payload["upcoming"] = setups[later["release"]] if later is not None else None
 
 
 def run(payloads: list[dict[str, Any]], make_executor: Callable[[], cf.Executor], retries: int = 1,

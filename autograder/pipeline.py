@@ -585,14 +585,14 @@ def autograde(student: str | None = None, chapter: str | None = None, cell_timeo
         make_executor, close = parallel.local_pool(jobs), (lambda: None)
     try:
         return _grade_all(student, chapter, cell_timeout, submission_timeout, unsafe, force or all_cells, progress,
-                          make_executor, all_cells)
+                          make_executor, all_cells, jobs, scheduler is not None)
     finally:
         close()
 
 
 def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, submission_timeout: float,
                unsafe: bool, force: bool, progress: bool, make_executor, all_cells: bool = False,
-               ) -> tuple[list, list]:
+               jobs: int = 1, distributed: bool = False) -> tuple[list, list]:
     """:func:`autograde` once its workers are there: plan, skip what is unchanged, grade, record."""
     import grade as grading
     import parallel
@@ -634,6 +634,8 @@ def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, su
             todo.sort(key=lambda item: item[0].chapter)  # chapter by chapter: a worker's spare kernel fits the next
             payloads = [dict(job.payload(cell_timeout, submission_timeout, unsafe), all_cells=all_cells)
                         for job, *_ in todo]
+            if not distributed:  # a cluster's workers take submissions in no order this process knows
+                parallel.hint_upcoming(payloads, max(1, jobs))
             for i, outcome in parallel.run(payloads, make_executor):
                 job, fingerprint, name, renamed = todo[i]
                 result = grading.GradeResult.from_json(outcome["result"])

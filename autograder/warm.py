@@ -76,13 +76,15 @@ class WarmKernels:
         thread.start()
         self._spare = (setup, kernel, thread, outcome)
 
-    def take(self, setup: str) -> GradingKernel | None:
-        """A started kernel that has loaded the modules ``setup`` (a set-up cell's source) imports, with the
-        next one on its way; None when there is no such spare (the first call, another chapter's, or one
-        that failed): then start a kernel the usual way."""
+    def take(self, setup: str, upcoming: str | None = "") -> GradingKernel | None:
+        """A started kernel that has loaded the modules ``setup`` (a set-up cell's source) imports; None when
+        there is no such spare (the first call, another chapter's, or one that failed): then start a kernel
+        the usual way. A spare for the next submission is started meanwhile: for ``upcoming`` (its set-up
+        cell; "" when not known: the same as this one), none when ``upcoming`` is None (nothing comes next)."""
         with self._lock:
             spare, self._spare = self._spare, None
-            self._prepare(setup)
+            if upcoming is not None:
+                self._prepare(upcoming or setup)
         if spare is None:
             return None
         made_for, kernel, thread, outcome = spare

@@ -69,3 +69,26 @@ def test_a_spare_made_for_another_chapter_is_not_used(kernels):
     other = kernels.take("import math\n")
     assert other is not None
     other.close()
+
+
+def test_no_spare_is_started_when_nothing_comes_next(kernels):
+    assert kernels.take(SETUP, upcoming=None) is None
+    assert kernels._spare is None  # no kernel started for nobody
+    kernels.take(SETUP, upcoming="import math\n")
+    other = kernels.take("import math\n", upcoming=None)
+    assert other is not None and kernels._spare is None
+    other.close()
+
+
+def test_each_payload_is_told_what_its_worker_grades_next():
+    import parallel
+
+    def payload(chapter: str) -> dict:
+        cell = {"cell_type": "code", "source": f"import {chapter}", "metadata": {"nbgrader": {"grade_id": "setup"}}}
+        return {"release": json.dumps({"cells": [cell]}).encode()}
+
+    payloads = [payload("a"), payload("a"), payload("b"), payload("b")]
+    parallel.hint_upcoming(payloads, jobs=2)
+    assert [p["upcoming"] for p in payloads] == ["import b", "import b", None, None]
+    parallel.hint_upcoming(payloads, jobs=1)
+    assert [p["upcoming"] for p in payloads] == ["import a", "import b", "import b", None]
