@@ -348,12 +348,12 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
             result.flagged.setdefault(ADDED_CELLS, []).extend(step.flags)
     prelude = prelude_of(release.cells)
     graded = copy.deepcopy(release)
-    setup = next((c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
-    kernel = kernels.take(setup, upcoming) if kernels is not None else None
-    warm, kernel = kernel is not None, kernel or GradingKernel(sandbox or Sandbox())
     spent = dict.fromkeys(("planning", "kernel start", "release cells", "student cells", "tests", "restarts"), 0.0)
     spent["planning"] = time.monotonic() - start
     clock = time.monotonic()
+    setup = next((c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
+    kernel = kernels.take(setup, upcoming) if kernels is not None else None  # waits for a spare still warming
+    warm, kernel = kernel is not None, kernel or GradingKernel(sandbox or Sandbox())
 
     def lap(what: str) -> None:
         nonlocal clock

@@ -109,11 +109,11 @@ def _scores(root):
 def test_dask_grades_as_this_machine_does(small_class, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(small_class / "submitted", copy / "submitted")
-    # 30 s a cell: a hang is still cut off, and an honest cell does not run out of time while the rest of the
+    # 20 s a cell: a hang is still cut off, and an honest cell does not run out of time while the rest of the
     # suite loads both cores (at 10 s, the set-up cell of a restarted kernel timed out under a load of 10)
-    local = _run(small_class, "autograde", "--jobs", "1", DLCOURSE_CELL_TIMEOUT="30")
+    local = _run(small_class, "autograde", "--jobs", "1", DLCOURSE_CELL_TIMEOUT="20")
     assert local.returncode == 0, local.stdout + local.stderr
-    dask = _run(copy, "autograde", "--scheduler", "local", "--jobs", "2", DLCOURSE_CELL_TIMEOUT="30")
+    dask = _run(copy, "autograde", "--scheduler", "local", "--jobs", "2", DLCOURSE_CELL_TIMEOUT="20")
     assert dask.returncode == 0, dask.stdout + dask.stderr
     assert "3 graded, 0 failed" in dask.stdout, dask.stdout
     serial, distributed = _scores(small_class), _scores(copy)
