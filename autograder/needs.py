@@ -123,7 +123,9 @@ def names(source: str) -> Names:
     binds |= defs
     values = {name for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign)
               for name in _target(n)}
-    kills = set(defs) | set(imports)
+    # A top-level `from m import x` binds x for certain; `import m` binds the module object there already was,
+    # changes made to it before included, so it cuts no chain.
+    kills = set(defs) | {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
     for node in tree.body:
         if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -161,8 +163,6 @@ def names(source: str) -> Names:
     inert = (defs | imports) - values
     if opaque:
         return UNKNOWN
-    # An import binds the module object there already was: changes made to it before still count.
-    kills = kills - imports
     return Names(frozenset(binds), frozenset(kills & binds - (changes - kills)), frozenset(reads),
                  frozenset(changes & (reads | binds)), frozenset(inert), frozenset(imports), frozenset(state),
                  frozenset(sets))
@@ -230,8 +230,15 @@ def needed(cells: Sequence[Cell]) -> list[bool]:
     aliases = _aliases(kernel, inert)
     # An answer's functions run whenever a test calls them, and read the globals of that moment: what any answer
     # (or other cell that always runs) reads is wanted before and after it, whichever binding it was; so is
-    # what a function or class of a kept cell reads.
-    everywhere = set().union(*(n.reads for c, n in zip(cells, parsed, strict=True) if c.runs and not c.setup))
+    # what a function or class of a kept cell reads. Not what is only ever imported (importing it again gives
+    # the object there already was), nor what the cell itself defines or imports by name.
+    only_imported = imported - set().union(*(n.binds - n.imports for n in kernel))
+
+    def own_reads(n: Names) -> frozenset[str]:
+        return n.reads - (n.kills & n.inert)
+
+    everywhere = set().union(*(own_reads(n) for c, n in zip(cells, parsed, strict=True) if c.runs and not c.setup))
+    everywhere -= only_imported
     while True:
         keep, wanted = [False] * len(cells), set(everywhere)  # wanted: what a kept cell after this one reads
         for i in range(len(cells) - 1, -1, -1):
@@ -240,9 +247,9 @@ def needed(cells: Sequence[Cell]) -> list[bool]:
             keep[i] = (cell.runs or cell.test or bool(n.state & imported) or bool(n.binds & wanted)
                        or bool((changed & wanted) - inert - constants))
             if keep[i]:
-                wanted = (wanted - n.kills) | n.reads | everywhere
-        helpers = set().union(*(n.reads for k, c, n in zip(keep, cells, parsed, strict=True)
-                                if k and not c.test and n.inert - n.imports))
+                wanted = (wanted - n.kills) | own_reads(n) | everywhere
+        helpers = set().union(*(own_reads(n) for k, c, n in zip(keep, cells, parsed, strict=True)
+                                if k and not c.test and n.inert - n.imports)) - only_imported
         if helpers <= everywhere:
             return keep
         everywhere |= helpers

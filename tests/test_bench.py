@@ -61,14 +61,3 @@ def test_the_course_training_loops_record_their_runs(tmp_path, monkeypatch):
     assert runs[0]["steps"] == 3 and runs[0]["images_per_s"] > 0 and runs[0]["value"] > 0
     assert runs[1]["steps"] == 4 and runs[1]["metric"] == "held-out accuracy" and 0 <= runs[1]["value"] <= 1
 
-
-@pytest.mark.pipeline
-def test_the_comparison_with_plain_nbgrader_grades_the_same_submissions_alike(tmp_path):
-    """bench/versus.py: plain nbgrader and the course's grader give the reference answers the same full marks."""
-    spec = importlib.util.spec_from_file_location("bench_versus", ROOT / "bench" / "versus.py")
-    versus = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(versus)
-    got = versus.compare("00_welcome", n=1, rounds=1, tmp=tmp_path)
-    ours, plain = got["scores (course, nbgrader)"]
-    assert ours == plain == [(12.0, 12.0)], got
-    assert got["course's grader, s per submission"] > 0 and got["plain nbgrader, s per submission"] > 0

@@ -161,3 +161,10 @@ def test_a_set_up_value_graded_code_reads_is_not_a_constant():
     cells = [answer("def f():\n    return device"), demo("device.index"), demo("swap(device)"),
              a_test("print(f())")]
     assert kept(*cells) == [True, False, True, True]
+
+
+def test_an_answer_importing_what_a_demo_imports_too_needs_no_demo():
+    cells = [demo("from torch.distributions import Normal\nprint(Normal(0, 1).sample())"),
+             answer("from torch.distributions import Normal\n\ndef draw():\n    return Normal(0, 1).rsample()"),
+             a_test("print(draw())")]
+    assert kept(*cells) == [False, True, True]

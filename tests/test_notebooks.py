@@ -75,20 +75,22 @@ def test_every_exercise_has_hidden_tests_and_planted_wrong_answers(chapter_sessi
     assert set(mutants) <= set(found), f"mutants for unknown exercises: {set(mutants) - set(found)}"
 
 
-def _in_session(session, parts: dict[str, str], exercise: str, wrong: str, role: str, recheck: bool = True):
+def _in_session(session, exercise: str, wrong: str, reference: str, role: str):
     """Define the planted wrong answer in the session's sandboxed kernel, run the exercise's ``role`` test cell
-    ("hidden" or "visible") in this process as the grader does, then restore the reference answer and (with
-    ``recheck``) check that it passes again. Returns the wrong answer's test result."""
+    ("hidden" or "visible") in this process as the grader does, then restore the reference answer. Returns the
+    wrong answer's test result.
+
+    A wrong answer that leaves the kernel broken for the reference would not go unseen: each chapter's
+    reference answers pass every test after all its planted answers (the last test of the chapter's group,
+    test_reference_answers_pass_every_test_in_the_grader)."""
     kernel = session.kernel
     try:
         defined = kernel.run_cell(wrong, 120)
         assert defined.ok, f"the planted answer itself does not run: {defined.error}"
         result = session.test(f"{exercise}_{role}")
     finally:
-        restored = kernel.run_cell(parts["answer"], 120)
-        again = session.test(f"{exercise}_{role}") if recheck else None
+        restored = kernel.run_cell(reference, 120)
     assert restored.ok, f"the reference answer could not be restored: {restored.error}"
-    assert again is None or again.passed, f"the reference answer no longer passes after restoring: {again.message}"
     return result
 
 
@@ -116,9 +118,8 @@ def _test_with_wrong_answer(trusted_session, grading_session, chapter_session, c
     graded = grading_session(chapter)
     missing = graded.skipped - _grading_leaves_out(chapter, exercise, wrong)
     assert not missing, f"the wrong answer needs cells grading of the reference leaves out: {sorted(missing)}"
-    every_cell = _in_session(trusted_session(chapter), parts, exercise, wrong, role)
-    # The same code ran in both kernels: a wrong answer that broke the restore would have shown above.
-    only_needed = _in_session(graded, parts, exercise, wrong, role, recheck=False)
+    every_cell = _in_session(trusted_session(chapter), exercise, wrong, parts["answer"], role)
+    only_needed = _in_session(graded, exercise, wrong, parts["answer"], role)
     assert every_cell.passed == only_needed.passed, (
         f"{chapter}/{exercise} ({what}): {role} test {'passed' if every_cell.passed else 'failed'} with every cell "
         f"run but {'passed' if only_needed.passed else 'failed'} with the skippable cells left out "
@@ -165,7 +166,8 @@ def test_visible_tests_fail_a_planted_wrong_answer(trusted_session, grading_sess
 
 @pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(c)) for c in CHAPTERS])
 def test_reference_answers_pass_every_test_in_the_grader(trusted_session, grading_session, chapter):
-    """With every cell run, and with only the cells grading runs (the release's skippable cells left out)."""
+    """With every cell run, and with only the cells grading runs (the release's skippable cells left out). Last
+    of its chapter's group: it runs after every planted answer was tried and the reference restored."""
     for session in (trusted_session(chapter), grading_session(chapter)):
         failed = {gid: run.message for gid in session.tests if not (run := session.test(gid)).passed}
         assert not failed, (f"{chapter}: tests that fail the reference answers in the grader "
