@@ -353,7 +353,12 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     clock = time.monotonic()
     setup = next((c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
     kernel = kernels.take(setup, upcoming) if kernels is not None else None  # waits for a spare still warming
+    first = next((s for s in steps if s.kind == "kernel" and not s.skip and not s.flags), None)
+    if kernel is not None and kernel.setup_run and (first is None or first.student or first.source != setup):
+        kernel.close()  # it ran the set-up cell, but something else must run first (a cell added above it)
+        kernel = None
     warm, kernel = kernel is not None, kernel or GradingKernel(sandbox or Sandbox())
+    ahead = kernel.setup_run if warm else None  # (source, run) of the set-up cell the warm kernel ran
 
     def lap(what: str) -> None:
         nonlocal clock
@@ -382,7 +387,10 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
                     continue
                 if left <= 0:
                     continue
-                run = kernel.run_cell(step.source, min(cell_timeout, left))
+                if ahead is not None and step is first:
+                    run = ahead[1]
+                else:
+                    run = kernel.run_cell(step.source, min(cell_timeout, left))
                 lap("student cells" if step.student else "release cells")
                 if cell is not None:
                     cell.source = step.source

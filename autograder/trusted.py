@@ -141,6 +141,7 @@ class GradingKernel:
         self._serial = 0
         self.starts = 0
         self.peak_mb = 0.0  # the largest memory high-water mark of the kernel's processes, over its restarts
+        self.setup_run: tuple[str, CellRun] | None = None  # the set-up cell a warm kernel ran ahead (warm.py)
 
     # lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:

@@ -1,10 +1,11 @@
 """Kernels started ahead of the submission that will use them.
 
 A new submission should not wait for Python to start and for ``import torch``. While one submission is
-graded, the next one's kernel is started in the sandbox and loads the modules the chapters' set-up cells
-import — only ``importlib.import_module`` of release code, in a silent cell that binds no name in the
-kernel's namespace and leaves no history. Nothing of any student has run in it. Each kernel still serves one
-submission only: :meth:`WarmKernels.take` hands it out and never takes it back.
+graded, the next one's kernel is started in the sandbox, loads the modules its chapter's set-up cell imports
+(``importlib.import_module`` of release code, in a silent cell that binds no name and leaves no history) and
+then runs that set-up cell itself, as grading runs it first (its outputs kept in ``setup_run``). Nothing of
+any student has run in it. Each kernel still serves one submission only: :meth:`WarmKernels.take` hands it
+out and never takes it back.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class WarmKernels:
             try:
                 kernel.wait_ready()
                 outcome.append(kernel.run_cell(code, WARM_TIMEOUT, keep=False, silent=True))
+                if outcome[0].ok and setup:  # the release's own set-up cell, as grading would run it first
+                    kernel.setup_run = (setup, kernel.run_cell(setup, WARM_TIMEOUT))
             except Exception as err:  # noqa: BLE001 - KernelDied, or closed meanwhile: the spare is not used
                 outcome.append(CellRun(status="died", error=(type(err).__name__, str(err))))
 
@@ -92,7 +95,8 @@ class WarmKernels:
             kernel.close()
             return None
         thread.join()
-        if not outcome or not outcome[0].ok or not kernel.alive():
+        ran = getattr(kernel, "setup_run", None)
+        if not outcome or not outcome[0].ok or not kernel.alive() or setup and (ran is None or not ran[1].ok):
             kernel.close()
             return None
         return kernel

@@ -74,14 +74,17 @@ def plain_course(root: Path, chapter: str, n: int) -> list[str]:
 
 
 def our_course(root: Path, chapter: str, n: int) -> list[str]:
-    """The same submissions for the course's pipeline (built from course/, as students get it); the command."""
+    """The same submissions for the course's pipeline (built from course/, as students get it); the command.
+    Every chapter's submissions share ``root`` and its gradebook, which learns the chapters once (not timed)."""
     answers = reference_answers(chapter)
     for i in range(n):
         folder = root / "submitted" / f"s{i:02d}" / chapter
         folder.mkdir(parents=True)
         nbformat.write(released_notebook(chapter, answers), folder / f"{chapter}.ipynb")
-    subprocess.run([sys.executable, "-c", "import pipeline; pipeline.sync_gradebook()"], cwd=ROOT / "autograder",
-                   env=_env(DLCOURSE_GRADING_DIR=str(root)), check=True, capture_output=True)
+    if not (root / "gradebook.db").exists():
+        subprocess.run([sys.executable, "-c", "import pipeline; pipeline.sync_gradebook()"],
+                       cwd=ROOT / "autograder", env=_env(DLCOURSE_GRADING_DIR=str(root)), check=True,
+                       capture_output=True)
     return [sys.executable, str(ROOT / "autograder" / "pipeline.py"), "autograde", "--chapter", chapter, "--force",
             "--jobs", "1"]
 
@@ -102,13 +105,13 @@ def _plain_scores(root: Path, chapter: str) -> list[tuple[float, float]]:
         return [(s.score, s.max_score) for s in gb.assignment_submissions(chapter)]
 
 
-def _our_scores(root: Path) -> list[tuple[float, float]]:
-    results = [json.loads(p.read_text()) for p in (root / "results").glob("*.json")]
+def _our_scores(root: Path, chapter: str) -> list[tuple[float, float]]:
+    results = [json.loads(p.read_text()) for p in (root / "results").glob(f"*__{chapter}.json")]
     return [(sum(t["score"] for t in r["tests"]), sum(t["points"] for t in r["tests"])) for r in results]
 
 
 def compare(chapter: str, n: int, rounds: int, tmp: Path) -> dict[str, object]:
-    plain_root, ours_root = tmp / chapter / "plain", tmp / chapter / "ours"
+    plain_root, ours_root = tmp / chapter / "plain", tmp / "ours"
     plain_cmd = plain_course(plain_root, chapter, n)
     ours_cmd = our_course(ours_root, chapter, n)
     ours_env = _env(DLCOURSE_GRADING_DIR=str(ours_root))
@@ -121,7 +124,7 @@ def compare(chapter: str, n: int, rounds: int, tmp: Path) -> dict[str, object]:
             "ratio (course / nbgrader)": round(a / b, 2),
             "course's grader, s (min, max)": [round(min(ours), 2), round(max(ours), 2)],
             "plain nbgrader, s (min, max)": [round(min(plain), 2), round(max(plain), 2)],
-            "scores (course, nbgrader)": [sorted(set(_our_scores(ours_root))),
+            "scores (course, nbgrader)": [sorted(set(_our_scores(ours_root, chapter))),
                                           sorted(set(_plain_scores(plain_root, chapter)))]}
 
 

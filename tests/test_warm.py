@@ -42,9 +42,11 @@ def test_a_warm_kernel_has_the_modules_and_no_names(kernels):
                                "'dlcourse.checks' in sys.modules, 'dlcourse.grading.agent' in sys.modules]))", 60)
         assert seen.ok and json.loads(seen.stdout) == [True, True, True], seen
         names = kernel.run_cell(NAMES, 60)
-        assert names.ok and names.stdout.strip() == "['json', 'sys']", names.stdout  # only what this cell bound
+        # what the set-up cell (run ahead, as grading runs it first) and this cell bound, nothing else
+        assert names.ok and names.stdout.strip() == "['assert_close', 'checks', 'json', 'sys', 'torch']", names
         count = kernel.run_cell("print(get_ipython().execution_count)", 60)
-        assert count.stdout.strip() == "4", count.stdout  # as in a fresh kernel: the warm-up left no history
+        assert count.stdout.strip() == "5", count.stdout  # as after the set-up cell: the warm-up left no history
+        assert kernel.setup_run[0] == SETUP and kernel.setup_run[1].ok
     finally:
         kernel.close()
 
