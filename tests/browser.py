@@ -120,6 +120,19 @@ class Lab:
         """The Lab page that opens ``relative`` (a path under ``root``), with a fresh workspace."""
         return f"{self.base}/lab/tree/{relative}?reset&token={self.token}"
 
+    def shut_down_kernels(self, relative: str) -> None:
+        """Shut down the kernel of every session open on ``relative`` (through the server's REST API: a page
+        whose renderer crashed cannot ask for it), so the notebook opens next time with a new kernel."""
+        headers = {"Authorization": f"token {self.token}"}
+        with urllib.request.urlopen(urllib.request.Request(f"{self.base}/api/sessions", headers=headers),
+                                    timeout=30) as reply:
+            sessions = json.load(reply)
+        for session in sessions:
+            if session.get("path") == relative:
+                request = urllib.request.Request(f"{self.base}/api/sessions/{session['id']}", method="DELETE",
+                                                 headers=headers)
+                urllib.request.urlopen(request, timeout=30).close()
+
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
@@ -440,7 +453,37 @@ class NotebookPage:
             self.page.evaluate("window.__dlcourse.notebook().sessionContext.shutdown()")
         except Exception:  # the page is gone already: JupyterLab's own shutdown reaps the kernel
             pass
-        self.page.close()
+        try:
+            self.page.close()
+        except Exception:  # a renderer that crashed may refuse even this
+            pass
+
+
+def renderer_crashed(error: BaseException) -> bool:
+    """Whether a Playwright error says the page's renderer process died ("Target crashed", "Page crashed"):
+    Chromium itself failed, not the notebook (a failing cell or widget is reported, never a crash)."""
+    return type(error).__name__ == "Error" and "crashed" in str(error)
+
+
+def in_a_page(browser, lab: Lab, relative: str, check, record: Path | None = None):
+    """``check(page)`` on ``relative`` opened in a new page; its result. When Chromium's renderer crashes
+    under the page, the crash is written to ``record`` (a file, for people to see), the notebook's kernel is
+    shut down and ``check`` runs once more from the start in a new page; a second crash fails."""
+    for attempt in (1, 2):
+        page = NotebookPage(browser, lab, relative)
+        try:
+            return check(page)
+        except Exception as error:
+            if attempt == 2 or not renderer_crashed(error):
+                raise
+            if record is not None:
+                record.parent.mkdir(parents=True, exist_ok=True)
+                record.write_text(f"Chromium's renderer crashed; {relative} was checked again in a new page:\n"
+                                  f"{str(error)[:2000]}\n")
+        finally:
+            page.close()
+        lab.shut_down_kernels(relative)
+    raise AssertionError("unreachable")
 
 
 def launch(playwright):

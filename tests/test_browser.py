@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser import Lab, NotebookPage, filled_notebook, launch, unavailable
+from browser import Lab, NotebookPage, filled_notebook, in_a_page, launch, unavailable
 from conftest import CHAPTERS, ROOT
 
 pytestmark = [pytest.mark.notebook, pytest.mark.browser, pytest.mark.xdist_group("browser")]
@@ -46,8 +46,10 @@ def lab_browser(tmp_path_factory):
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_runs_in_the_browser_and_every_widget_responds(lab_browser, chapter):
     lab, browser = lab_browser
-    page = NotebookPage(browser, lab, f"{chapter}/{chapter}.ipynb")
-    try:
+    crash = SHOTS / f"{chapter}-renderer-crash.txt"
+    crash.unlink(missing_ok=True)
+
+    def check(page: NotebookPage) -> None:
         report = page.run_all(timeout_s=900)
         assert not report.errors, f"{chapter}: cells failed in the browser:\n" + "\n".join(report.errors)
         assert not report.not_run, f"{chapter}: cells never ran: {report.not_run}"
@@ -67,8 +69,8 @@ def test_chapter_runs_in_the_browser_and_every_widget_responds(lab_browser, chap
             elif "Traceback" in c.output_text:
                 problems.append(f"{where}: the widget showed an error: {c.output_text[-400:]}")
         assert not problems, f"{chapter}:\n" + "\n".join(problems)
-    finally:
-        page.close()
+
+    in_a_page(browser, lab, f"{chapter}/{chapter}.ipynb", check, record=crash)
 
 
 def _selftest_notebook(path: Path) -> None:
@@ -103,17 +105,52 @@ def _selftest_notebook(path: Path) -> None:
 
 def test_the_browser_checks_catch_a_failing_cell_a_broken_widget_a_frozen_one_and_a_failing_redraw(lab_browser):
     lab, browser = lab_browser
-    page = NotebookPage(browser, lab, "selftest/selftest.ipynb")
+    in_a_page(browser, lab, "selftest/selftest.ipynb", _selftest_checks, record=SHOTS / "selftest-renderer-crash.txt")
+
+
+def _selftest_checks(page: NotebookPage) -> None:
+    report = page.run_all(timeout_s=300)
+    assert len(report.errors) == 1 and "ValueError: planted" in report.errors[0], report.errors
+    assert page.widget_errors(wait_s=30), "a widget without its front-end class was not reported"
+    views = page.views()
+    assert len(views) == 3, views
+    frozen, live, broken = page.change(0, 0, timeout_s=5), page.change(1, 0), page.change(2, 0)
+    assert not frozen.responded, "a view that redrew the same picture was taken for one that responded"
+    assert live.responded and "x is 2" in live.output_text, live
+    assert broken.responded and "Traceback" in broken.output_text and "ZeroDivisionError" in broken.output_text
+    assert page.change(2, 0).responded  # moved back: the picture again
+
+
+def _crash(page: NotebookPage) -> None:
+    """Kill the page's renderer the way Chromium's own crash URL does, then touch the page."""
     try:
-        report = page.run_all(timeout_s=300)
-        assert len(report.errors) == 1 and "ValueError: planted" in report.errors[0], report.errors
-        assert page.widget_errors(wait_s=30), "a widget without its front-end class was not reported"
-        views = page.views()
-        assert len(views) == 3, views
-        frozen, live, broken = page.change(0, 0, timeout_s=5), page.change(1, 0), page.change(2, 0)
-        assert not frozen.responded, "a view that redrew the same picture was taken for one that responded"
-        assert live.responded and "x is 2" in live.output_text, live
-        assert broken.responded and "Traceback" in broken.output_text and "ZeroDivisionError" in broken.output_text
-        assert page.change(2, 0).responded  # moved back: the picture again
-    finally:
-        page.close()
+        page.page.goto("chrome://crash", timeout=10_000)
+    except Exception:  # the navigation is aborted by the crash itself
+        pass
+    page.page.evaluate("1")
+
+
+def test_a_renderer_crash_is_recorded_and_the_notebook_checked_once_more_in_a_new_page(lab_browser, tmp_path):
+    lab, browser = lab_browser
+    pages = []
+
+    def crash_first(page: NotebookPage) -> str:
+        pages.append(page)
+        if len(pages) == 1:
+            _crash(page)
+        return page.page.evaluate("window.__dlcourse.notebook().sessionContext.session.kernel.id")
+
+    record = tmp_path / "crash.txt"
+    kernel = in_a_page(browser, lab, "selftest/selftest.ipynb", crash_first, record=record)
+    assert len(pages) == 2 and pages[0] is not pages[1]
+    assert "renderer crashed" in record.read_text() and "Target crashed" in record.read_text()
+    assert kernel  # the second page has a live kernel
+    with pytest.raises(Exception, match="crashed"):  # a second crash fails the check
+        in_a_page(browser, lab, "selftest/selftest.ipynb", _crash, record=tmp_path / "again.txt")
+    with pytest.raises(AssertionError, match="planted"):  # a failed check is never retried
+        in_a_page(browser, lab, "selftest/selftest.ipynb", lambda page: pages.append(page) or _fail())
+    assert len(pages) == 3
+
+
+def _fail() -> None:
+    raise AssertionError("planted")
