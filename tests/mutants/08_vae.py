@@ -172,9 +172,10 @@ MUTANTS = {
 VISIBLE = {
     "kl": ["log-variance read as log σ (σ² = e^(2·logvar))", "the ½ left out",
            "mean over the latent dimensions instead of the sum", "the −1 left out",
-           "general KL the wrong way round, KL(p ‖ q)"],
+           "general KL the wrong way round, KL(p ‖ q)", "general KL: the squared mean difference not divided by σp²"],
     "reparam": ["log-variance read as log σ: σ = e^logvar", "the noise path detached: no gradient reaches log σ²",
-                "computed under torch.no_grad()"],
+                "computed under torch.no_grad()", "Normal(μ, σ).sample() instead of the reparameterized sample",
+                "fresh noise from torch.randn_like instead of the given ε"],
     "elbo": ["reconstruction averaged over the pixels", "the KL term's sign flipped (the slide's loss)",
              "log-variance read as log σ in the KL term", "summed over the batch instead of averaged", "β ignored",
              "log σ(ℓ) and log(1 − σ(ℓ)): overflows for large logits",
@@ -182,5 +183,7 @@ VISIBLE = {
     "interp": ["slerp is lerp", "t reversed in lerp", "angle from the unnormalised dot product", "half the angle",
                "no linear fallback: 0/0 for parallel vectors", "slerp between the unit vectors: the norms are lost"],
     "iwae": ["mean of the log-weights (the ELBO) instead of log-mean-exp", "− log K left out",
-             "log p(z) − log q(z|x) left out"],
+             "exp, mean, log: underflows to −inf", "log p(z) − log q(z|x) left out",
+             "log-variance read as log σ in log q", "log q evaluated as a standard normal at z",
+             "logsumexp over the batch instead of the samples"],
 }

@@ -2,6 +2,7 @@
 
 MUTANTS maps an exercise (answer cell ``<exercise>_answer``, hidden tests ``<exercise>_hidden``) to
 (what is wrong, the wrong answer cell's source). Cells with several functions redefine all of them.
+VISIBLE names the wrong answers that the exercise's visible test catches too.
 """
 
 _MASKS = '''
@@ -228,4 +229,20 @@ MUTANTS = {
         ("scores not scaled by sqrt(d)", bigbird(scale_extra="* math.sqrt(d)")),
         ("the window's neighbour blocks gathered twice", _BIGBIRD_DUPLICATES),
     ],
+}
+
+VISIBLE = {
+    "masks": ["window excludes the edge, |i - j| < w", "dilated window is w·δ wide but not strided",
+              "dilated window of w positions, not w steps of δ",
+              "global tokens attend everything but nobody attends them", "only the first block is global",
+              "random blocks set in the transposed position", "random blocks of row I taken from rand_blocks[I]"],
+    "banded": ["scores not scaled by sqrt(d)", "keys outside the sequence count as zero scores",
+               "weights returned with the band slots reversed"],
+    "longformer": ["a global key inside the window counted twice", "global rows computed with the local projections",
+                   "global tokens attend only their window",
+                   "global queries with the global projection, keys and values with the local ones"],
+    "receptive": ["no residual: paths of exactly L steps", "one layer too few",
+                  "paths followed from query to key (transposed)"],
+    "bigbird": ["every head uses the first head's random blocks", "scores not scaled by sqrt(d)",
+                "the window's neighbour blocks gathered twice"],
 }
