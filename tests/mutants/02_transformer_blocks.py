@@ -348,16 +348,55 @@ def sinusoidal_positional_encoding(max_len, d_model):
 # Wrong answers that the visible tests, which once checked only shapes and sums, now fail too: a student
 # who runs them sees the mistake before submitting.
 VISIBLE = {
+    "sdpa": [
+        "no scaling by sqrt(d)",
+        "scales by d instead of sqrt(d)",
+        "blocked scores set to 0 instead of -inf",
+        "boolean mask read as True = blocked",
+        "causal mask also blocks the diagonal",
+        "softmax over the queries",
+        "blocked rows detected for bool masks only",
+        "calls the built-in",
+    ],
+    "masks": [
+        "causal mask blocks the past instead of the future",
+        "causal mask also blocks the diagonal",
+        "padding mask True at the real tokens",
+        "padding mask off by one",
+        "padding mask ignores max_len",
+    ],
     "mha": [
         "splits heads with view only, mixing positions",
         "ignores the key padding mask",
+        "reads attn_mask's True as allowed",
         "sums the head weights instead of averaging",
         "merges heads without transposing back",
+        "calls the built-in",
+    ],
+    "pe": [
+        "sin and cos swapped",
+        "exponent i/d instead of 2i/d",
+        "sines in the first half, cosines in the second",
+        "positions counted from 1",
+    ],
+    "ln": [
+        "unbiased variance (torch.var's default)",
+        "eps outside the square root",
+        "normalises over all but the batch dimension",
+        "forgets gamma and beta",
     ],
     "ffn": [
         "tanh approximation of GELU",
+        "dropout stays on in eval mode",
         "always ReLU",
         "activation after the second layer too",
+    ],
+    "enc": [
+        "ignores norm_first (always post-norm)",
+        "pre-norm that normalises the residual stream",
+        "drops the padding mask",
+        "drops src_mask",
+        "no residual around the feed-forward (pre-norm)",
     ],
     "dec": [
         "cross-attention attends to the target",

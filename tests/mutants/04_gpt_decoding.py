@@ -169,3 +169,67 @@ MUTANTS = {
                                                               "past=None if out is None else out.past)"))),
     ],
 }
+
+# The planted answers each exercise's visible test fails as well: the student sees them before the grade.
+VISIBLE = {
+    "attention": [
+        "no 1/sqrt(d) scaling",
+        "scaled by sqrt(C), not the head size",
+        "the causal mask ignores the cached positions",
+        "no causal mask",
+        "heads split from the wrong axis",
+        "PyTorch's fused attention kernel, called through torch.ops",
+    ],
+    "gpt": [
+        "post-norm blocks",
+        "positions restart at 0 after the cache",
+        "no final LayerNorm",
+        "no residual around the MLP",
+    ],
+    "loss": [
+        "no shift: each position scored on its own token",
+        "padding counted",
+        "the mask of the input position, not of the target",
+        "mean over the batch of per-row means",
+        "perplexity as exp of the summed loss",
+    ],
+    "labels": [
+        "the prompt is in the loss",
+        "padding found by value",
+        "labels shifted by one",
+    ],
+    "greedy": [
+        "no EOS handling",
+        "stops when any row finishes",
+        "the first position's logits",
+        "finished rows keep generating",
+    ],
+    "filters": [
+        "temperature multiplies",
+        "top-p drops the token that crosses p",
+        "top-p on the unsorted row",
+        "top-p as a probability floor of 1 - p",
+    ],
+    "sample": [
+        "the argmax, not a draw",
+        "the global random state, not the generator",
+        "probabilities squared",
+        "uniform over the allowed tokens",
+    ],
+    "ngram": [
+        "the last complete n-gram is missed",
+        "the prefix is only the last token",
+        "n = 1 bans nothing",
+    ],
+    "beam": [
+        "only k candidates per step",
+        "no length penalty",
+        "the prompt counted in the length",
+        "any of the 2k candidates may finish",
+    ],
+    "cache": [
+        "recomputes the whole sequence every step",
+        "the cache is never updated",
+        "the prompt fed one token at a time",
+    ],
+}

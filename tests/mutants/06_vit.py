@@ -193,3 +193,41 @@ MUTANTS = {
         ("the sequence resized in 1-D, [CLS] included", _INTERP_WITH_CLS),
     ],
 }
+
+# The planted answers each exercise's visible test fails as well: the student sees them before the grade.
+VISIBLE = {
+    "patchify": [
+        "channel-last order inside each patch",
+        "patches numbered column by column",
+        "rows and columns swapped inside each patch",
+        "a plain reshape, no permutation",
+        "no error when P does not divide the width",
+    ],
+    "embed": [
+        "no position for the [CLS] token",
+        "[CLS] token last",
+        "position embeddings shifted by one",
+        "projection bias left out",
+    ],
+    "layer": [
+        "post-norm",
+        "no residual around the MLP",
+        "one LayerNorm for both sub-layers",
+        "keys and values from the un-normalised stream",
+        "tanh approximation of GELU",
+        "ReLU in the MLP",
+    ],
+    "model": [
+        "mean of the patch tokens instead of [CLS]",
+        "no final LayerNorm",
+        "head on the last token",
+        "last layer skipped",
+    ],
+    "interp": [
+        "bilinear",
+        "align_corners=True",
+        "grid read as (D, g, g) without a permutation",
+        "rows and columns swapped on the way back",
+        "the sequence resized in 1-D, [CLS] included",
+    ],
+}

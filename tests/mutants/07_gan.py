@@ -157,9 +157,38 @@ MUTANTS = {
 }
 
 VISIBLE = {
-    "dloss": ["log of sigmoid (not finite for confident logits)", "labels swapped", "one mean over both batches"],
-    "gloss": ["minimax with the wrong sign", "the two losses swapped", "non-saturating as log(1 - D)"],
-    "step": ["no detach in the discriminator step", "the generator step steps the discriminator's optimizer"],
-    "coverage": ["a strict threshold", "min_count ignored"],
-    "cycle": ["squared error", "one direction only"],
+    "dloss": [
+        "log of sigmoid (not finite for confident logits)",
+        "labels swapped",
+        "one mean over both batches",
+        "sums instead of means",
+    ],
+    "gloss": [
+        "minimax with the wrong sign",
+        "the two losses swapped",
+        "non-saturating as log(1 - D)",
+        "log of sigmoid (not finite for confident logits)",
+        "a sum, not a mean",
+    ],
+    "step": [
+        "no detach in the discriminator step",
+        "the discriminator's gradients not cleared",
+        "the generator's gradients not cleared",
+        "generator step first",
+        "the generator step steps the discriminator's optimizer",
+        "one backward pass for both losses",
+    ],
+    "coverage": [
+        "a strict threshold",
+        "every mode within the threshold counts the sample, not only the nearest",
+        "quality as the share of modes reached",
+        "min_count ignored",
+        "a tie goes to the last centre",
+    ],
+    "cycle": [
+        "squared error",
+        "one direction only",
+        "sums instead of means",
+        "the round trips composed the wrong way",
+    ],
 }

@@ -298,3 +298,49 @@ MUTANTS = {
                  "generator=torch.Generator().manual_seed(seed)).T")),
     ],
 }
+
+# The planted answers each exercise's visible test fails as well: the student sees them before the grade.
+VISIBLE = {
+    "sgd": [
+        "dampening applied on the first step too",
+        "Nesterov steps along the buffer only",
+        "dampening ignored",
+        "weight decay added after the momentum, not into the gradient",
+    ],
+    "adam": [
+        "no bias correction",
+        "eps inside the square root",
+        "decoupled decay without the learning rate",
+        "AdamW decays through the gradient like Adam",
+        "bias correction with the step before incrementing",
+        "step counter not stored",
+    ],
+    "sched": [
+        "warm-up starts at 1 / warmup_steps instead of 0",
+        "linear decay from the first step, ignoring warm-up",
+        "cosine over a full period per cycle",
+        "cosine progress counted from step 0",
+        "triangular ignores step_size_down",
+        "triangular peaks at max_factor - 1",
+    ],
+    "clip": [
+        "each tensor clipped on its own",
+        "always rescaled to max_norm, also upwards",
+        "sum of the tensors' norms instead of the global norm",
+        "infinity norm as the 2-norm",
+    ],
+    "early": [
+        "a tie counts as an improvement",
+        "threshold ignored",
+        "stops one evaluation late",
+        "best updated only on improvements above the threshold",
+        "greater_is_better ignored",
+    ],
+    "search": [
+        "log-scaled grid spaced linearly",
+        "grid leaves out the upper end",
+        "last name varies slowest",
+        "log-scaled draws uniform",
+        "draws column by column",
+    ],
+}
