@@ -11,7 +11,7 @@ what a student who read the text too quickly writes). For each one:
 * at most 10 % of a chapter's catalogue may pass the visible tests.
 
 And no visible test contains its exercise's solution: a student must not be able to read the answer off
-the test. ``build/mistakes.md`` lists, per chapter, the mistakes only the grade reports and why.
+the test. ``build/mistakes/<chapter>.md`` lists the mistakes only the grade reports, and why.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.notebook
 
 MIN_PER_EXERCISE = 6
 MAX_PASSING_VISIBLE = 0.10
-REPORT = ROOT / "build" / "mistakes.md"
+REPORT = ROOT / "build" / "mistakes"
 
 
 def _catalogue(chapter: str):
@@ -149,18 +149,15 @@ def test_the_catalogue_covers_every_exercise_with_its_own_mistakes(chapter):
 
 
 def _write_report(chapter: str, total: int, listed: dict[tuple[str, str], str]) -> None:
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    sections = {}
-    if REPORT.exists():
-        for part in REPORT.read_text().split("\n## ")[1:]:
-            sections[part.split("\n", 1)[0].strip()] = "## " + part.rstrip() + "\n"
-    lines = [f"## {chapter}", "", f"{total - len(listed)} of {total} typical mistakes fail a visible test."]
+    """``build/mistakes/<chapter>.md``: how many typical mistakes the visible tests show, and the others with
+    the reason (one file per chapter: the suite's workers write them side by side)."""
+    lines = [f"# {chapter}: typical mistakes and the visible tests", "",
+             f"{total - len(listed)} of {total} typical mistakes fail a visible test."]
     if listed:
         lines += ["", "Only the grade reports:", ""]
         lines += [f"- {exercise}: {what} — {reason}" for (exercise, what), reason in sorted(listed.items())]
-    sections[chapter] = "\n".join(lines) + "\n"
-    REPORT.write_text("# Typical mistakes the visible tests do not show\n\n"
-                      + "\n".join(sections[c] for c in sorted(sections)))
+    REPORT.mkdir(parents=True, exist_ok=True)
+    (REPORT / f"{chapter}.md").write_text("\n".join(lines) + "\n")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
