@@ -193,8 +193,10 @@ def prefix_lm_example(tokens: torch.Tensor, generator: torch.Generator) -> tuple
 
 def bert_style_example(tokens: torch.Tensor, generator: torch.Generator, vocab_size: int, density: float = 0.15,
                        n_chars: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT-style denoising as T5 ran it: ``density`` of the tokens are picked i.i.d.; of those, 80 % become
-    ``<M>``, 10 % a random character and 10 % stay; the target is the whole original sequence."""
+    """BERT-style denoising with BERT's own 80/10/10 split (chapter 03): ``density`` of the tokens are picked
+    i.i.d.; of those, 80 % become ``<M>``, 10 % a random character and 10 % stay; the target is the whole
+    original sequence. (The T5 paper's BERT-style objective, Section 3.3.1, replaced 90 % of the picked tokens
+    by the mask token and 10 % by a random token, keeping none unchanged.)"""
     picked = torch.rand(len(tokens), generator=generator) < density
     roll = torch.rand(len(tokens), generator=generator)
     first_char = len(SPECIALS)
