@@ -22,9 +22,8 @@ import re
 import textwrap
 
 import pytest
-from conftest import CHAPTERS, ROOT, solution_notebook
-from kernel import code_cells, grade_id
-from test_notebooks import CHECK_ERRORS, load_mutants
+from conftest import CHAPTERS, ROOT
+from test_notebooks import CHECK_ERRORS, _in_session, exercises, load_mutants
 
 pytestmark = pytest.mark.notebook
 
@@ -101,17 +100,6 @@ def solution_in(answer: str, test: str) -> list[str]:
     return sorted(solution[form] for form in set(solution) & set(shown))
 
 
-def exercises(chapter: str) -> dict[str, dict[str, str]]:
-    """exercise name → {"answer", "hidden", "visible": source}, read from the solution notebook."""
-    found: dict[str, dict[str, str]] = {}
-    for cell in code_cells(solution_notebook(chapter)):
-        gid = grade_id(cell) or ""
-        for role in ("answer", "hidden", "visible"):
-            if gid.endswith("_" + role):
-                found.setdefault(gid.removesuffix("_" + role), {})[role] = cell.source
-    return found
-
-
 def mistake_cases():
     for chapter in CHAPTERS:
         for exercise, wrongs in load_mistakes(chapter).items():
@@ -182,14 +170,7 @@ def try_mistake(session, chapter: str, exercise: str, wrong: str):
     """Define ``wrong`` as the exercise's answer in the session's sandboxed kernel, run the visible and the hidden
     tests in the grader, restore the reference answer; (visible result, hidden result)."""
     reference = exercises(chapter)[exercise]["answer"]
-    try:
-        defined = session.kernel.run_cell(wrong, 120)
-        assert defined.ok, f"the mistake itself does not run: {defined.error}"
-        shown = session.test(f"{exercise}_visible")
-        graded = session.test(f"{exercise}_hidden")
-    finally:
-        restored = session.kernel.run_cell(reference, 120)
-    assert restored.ok, f"the reference answer could not be restored: {restored.error}"
+    shown, graded = _in_session(session, exercise, wrong, reference, "visible", "hidden")
     return shown, graded
 
 

@@ -11,7 +11,7 @@ import importlib.util
 
 import pytest
 from conftest import CHAPTERS, ROOT, solution_notebook
-from kernel import grade_id
+from kernel import code_cells, grade_id
 
 pytestmark = pytest.mark.notebook
 
@@ -36,10 +36,10 @@ def load_visible_catches(chapter: str) -> dict[str, list[str]]:
     return getattr(_mutant_module(chapter), "VISIBLE", {})
 
 
-def exercises(chapter_session, chapter: str) -> dict[str, dict[str, str]]:
-    """exercise name → {"answer": source, "hidden": source, "visible": source} from the solution notebook."""
+def exercises(chapter: str) -> dict[str, dict[str, str]]:
+    """exercise name → {"answer": source, "hidden": source, "visible": source}, read from the solution notebook."""
     found: dict[str, dict[str, str]] = {}
-    for cell in chapter_session(chapter).cells:
+    for cell in code_cells(solution_notebook(chapter)):
         gid = grade_id(cell) or ""
         for role in ("answer", "hidden", "visible"):
             if gid.endswith("_" + role):
@@ -65,8 +65,8 @@ def test_solution_runs_top_to_bottom_without_errors_or_stderr(chapter_session, c
 
 
 @pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(c)) for c in CHAPTERS])
-def test_every_exercise_has_hidden_tests_and_planted_wrong_answers(chapter_session, chapter):
-    found = exercises(chapter_session, chapter)
+def test_every_exercise_has_hidden_tests_and_planted_wrong_answers(chapter):
+    found = exercises(chapter)
     mutants = load_mutants(chapter)
     assert found, f"{chapter} has no exercise"
     for name, parts in found.items():
@@ -75,23 +75,23 @@ def test_every_exercise_has_hidden_tests_and_planted_wrong_answers(chapter_sessi
     assert set(mutants) <= set(found), f"mutants for unknown exercises: {set(mutants) - set(found)}"
 
 
-def _in_session(session, exercise: str, wrong: str, reference: str, role: str):
-    """Define the planted wrong answer in the session's sandboxed kernel, run the exercise's ``role`` test cell
-    ("hidden" or "visible") in this process as the grader does, then restore the reference answer. Returns the
-    wrong answer's test result.
+def _in_session(session, exercise: str, wrong: str, reference: str, *roles: str) -> list:
+    """Define the wrong answer in the session's sandboxed kernel, run the exercise's test cells of each of
+    ``roles`` ("hidden", "visible") in this process as the grader does, then restore the reference answer.
+    Returns the wrong answer's test results, one per role.
 
     A wrong answer that leaves the kernel broken for the reference would not go unseen: each chapter's
-    reference answers pass every test after all its planted answers (the last test of the chapter's group,
+    reference answers pass every test after all its wrong answers (the last test of the chapter's group,
     test_reference_answers_pass_every_test_in_the_grader)."""
     kernel = session.kernel
     try:
         defined = kernel.run_cell(wrong, 120)
-        assert defined.ok, f"the planted answer itself does not run: {defined.error}"
-        result = session.test(f"{exercise}_{role}")
+        assert defined.ok, f"the wrong answer itself does not run: {defined.error}"
+        results = [session.test(f"{exercise}_{role}") for role in roles]
     finally:
         restored = kernel.run_cell(reference, 120)
     assert restored.ok, f"the reference answer could not be restored: {restored.error}"
-    return result
+    return results
 
 
 def _grading_leaves_out(chapter: str, exercise: str, wrong: str) -> set[int]:
@@ -108,18 +108,17 @@ def _grading_leaves_out(chapter: str, exercise: str, wrong: str) -> set[int]:
     return {i for (i, _), k in zip(cells, keep, strict=True) if not k}
 
 
-def _test_with_wrong_answer(trusted_session, grading_session, chapter_session, chapter: str, exercise: str,
-                            what: str, role: str):
+def _test_with_wrong_answer(trusted_session, grading_session, chapter: str, exercise: str, what: str, role: str):
     """The wrong answer's ``role`` test, graded twice: in a kernel that ran every cell of the chapter and in one
     that ran only what grading runs (the cells needs.py marks left out). Both must give the same verdict: that
     is the proof that leaving the cells out changes no score. Returns the result with every cell run."""
-    parts = exercises(chapter_session, chapter)[exercise]
+    parts = exercises(chapter)[exercise]
     wrong = dict(load_mutants(chapter)[exercise])[what]
     graded = grading_session(chapter)
     missing = graded.skipped - _grading_leaves_out(chapter, exercise, wrong)
     assert not missing, f"the wrong answer needs cells grading of the reference leaves out: {sorted(missing)}"
-    every_cell = _in_session(trusted_session(chapter), exercise, wrong, parts["answer"], role)
-    only_needed = _in_session(graded, exercise, wrong, parts["answer"], role)
+    (every_cell,) = _in_session(trusted_session(chapter), exercise, wrong, parts["answer"], role)
+    (only_needed,) = _in_session(graded, exercise, wrong, parts["answer"], role)
     assert every_cell.passed == only_needed.passed, (
         f"{chapter}/{exercise} ({what}): {role} test {'passed' if every_cell.passed else 'failed'} with every cell "
         f"run but {'passed' if only_needed.passed else 'failed'} with the skippable cells left out "
@@ -128,11 +127,9 @@ def _test_with_wrong_answer(trusted_session, grading_session, chapter_session, c
 
 
 @pytest.mark.parametrize(("chapter", "exercise", "what"), list(mutant_cases()))
-def test_hidden_tests_fail_a_planted_wrong_answer(trusted_session, grading_session, chapter_session, chapter,
-                                                  exercise, what):
+def test_hidden_tests_fail_a_planted_wrong_answer(trusted_session, grading_session, chapter, exercise, what):
     """Graded the way the grader grades: the wrong answer in the sandboxed kernel, the tests in this process."""
-    graded = _test_with_wrong_answer(trusted_session, grading_session, chapter_session, chapter, exercise, what,
-                                     "hidden")
+    graded = _test_with_wrong_answer(trusted_session, grading_session, chapter, exercise, what, "hidden")
     assert not graded.passed, f"{chapter}/{exercise}: hidden tests PASSED a wrong answer ({what})"
     assert graded.error_type in CHECK_ERRORS, (
         f"{chapter}/{exercise}: hidden tests failed with {graded.error_type}, not a check failure: "
@@ -156,11 +153,9 @@ def test_visible_catches_name_planted_wrong_answers():
 
 
 @pytest.mark.parametrize(("chapter", "exercise", "what"), list(visible_cases()))
-def test_visible_tests_fail_a_planted_wrong_answer(trusted_session, grading_session, chapter_session, chapter,
-                                                   exercise, what):
+def test_visible_tests_fail_a_planted_wrong_answer(trusted_session, grading_session, chapter, exercise, what):
     """A visible test compares values, so a wrong answer does not look right to the student who runs it."""
-    shown = _test_with_wrong_answer(trusted_session, grading_session, chapter_session, chapter, exercise, what,
-                                    "visible")
+    shown = _test_with_wrong_answer(trusted_session, grading_session, chapter, exercise, what, "visible")
     assert not shown.passed, f"{chapter}/{exercise}: the visible test PASSED a wrong answer ({what})"
 
 
