@@ -27,7 +27,7 @@ import oracles
 from flags import escape_hatches
 from sandbox import Sandbox
 from trusted import GradingKernel, prelude_of
-from warm import WarmKernels
+from warm import WarmKernels, setup_source
 
 CELL_TIMEOUT = 300.0
 SUBMISSION_TIMEOUT = 1800.0
@@ -351,7 +351,7 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     spent = dict.fromkeys(("planning", "kernel start", "release cells", "student cells", "tests", "restarts"), 0.0)
     spent["planning"] = time.monotonic() - start
     clock = time.monotonic()
-    setup = next((c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
+    setup = setup_source(release.cells)
     kernel = kernels.take(setup, upcoming) if kernels is not None else None  # waits for a spare still warming
     first = next((s for s in steps if s.kind == "kernel" and not s.skip and not s.flags), None)
     if kernel is not None and kernel.setup_run and (first is None or first.student or first.source != setup):

@@ -188,10 +188,9 @@ def dask_pool(scheduler: Any, jobs: int = 1) -> tuple[Callable[[], cf.Executor],
 
 def setup_cell(release: bytes) -> str:
     """The set-up cell's source of a release notebook (its bytes); "" when it has none."""
-    for cell in json.loads(release).get("cells", []):
-        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "setup":
-            return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-    return ""
+    import warm
+
+    return warm.setup_source(json.loads(release).get("cells", []))
 
 
 def hint_upcoming(payloads: list[dict[str, Any]], jobs: int) -> None:

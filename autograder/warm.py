@@ -25,6 +25,16 @@ WARM_TIMEOUT = 300.0
 ALWAYS = ("dlcourse.grading.agent", "torch._dynamo")
 
 
+def setup_source(cells: Iterable[dict]) -> str:
+    """The source of the set-up cell (grade id ``setup``) among a notebook's cells, nbformat's or the raw
+    JSON's (whose source may be a list of lines); "" when there is none."""
+    for cell in cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "setup":
+            source = cell["source"]
+            return "".join(source) if isinstance(source, list) else source
+    return ""
+
+
 def modules_of(sources: Iterable[str]) -> list[str]:
     """The modules the import statements of ``sources`` load (``from a import b`` gives ``a`` and ``a.b``,
     which may be a module; the warm cell passes over it when it is not)."""
@@ -95,7 +105,7 @@ class WarmKernels:
             kernel.close()
             return None
         thread.join()
-        ran = getattr(kernel, "setup_run", None)
+        ran = kernel.setup_run
         if not outcome or not outcome[0].ok or not kernel.alive() or setup and (ran is None or not ran[1].ok):
             kernel.close()
             return None
