@@ -105,7 +105,7 @@ bench: instructor-only setup ## benchmarks; results go to bench/results/ (widget
 
 # Chapters whose notebooks train what data/ ships (a checkpoint, or chapter 10's schedule runs), saved only
 # when the demo reaches its target.
-CHECKPOINT_CHAPTERS := 01_seq2seq_attention 02_transformer_blocks 03_bert_mlm 04_gpt_decoding 05_t5 06_vit 07_gan 08_vae 09_sparse_attention 10_optimizers_schedulers
+CHECKPOINT_CHAPTERS := 01_seq2seq_attention 02_transformer_blocks 03_bert_mlm 04_gpt_decoding 05_t5 06_vit 07_gan 08_vae 09_sparse_attention 10_optimizers_schedulers 11_self_supervised
 
 checkpoints: instructor-only setup ## retrain the checkpoints in data/ in full mode and record the metrics they reached
 	@for ch in $(if $(CH),$(CH),$(CHECKPOINT_CHAPTERS)); do \

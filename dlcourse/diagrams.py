@@ -11,6 +11,11 @@ sizes below read directly as inches on the page.
 * :func:`encoder_decoder_transformer` — the 2017 encoder–decoder Transformer;
 * :func:`gpt_block` — a decoder-only GPT stack with its tied LM head;
 * :func:`attention_masks` — padding, causal and combined masks as query × key grids.
+* :func:`vit_input_pipeline` — chapter 06's image → patches → tokens → encoder input;
+* :func:`gan_step_gradients` — chapter 07's discriminator and generator steps, where the gradients flow;
+* :func:`bert_input_embeddings` — chapter 03's token + segment + position embeddings, summed per position;
+* :func:`bert_pretraining_heads` — chapter 03's MLM head at the masked positions and NSP head on [CLS];
+* :func:`simclr_pipeline` — chapter 11's two views, shared encoder, projection head and NT-Xent.
 
 Artists carry a ``gid`` where a test or a reader may want to find them again: a box and its label share
 ``"box<n>"``; the attention-weight lines of :func:`seq2seq_attention` are ``"attention-weight"``.
@@ -539,4 +544,270 @@ def attention_masks(n: int = 6) -> Figure:
     fig.legend(handles=[Patch(facecolor=COLOURS["allowed"], label="allowed: score kept"),
                         Patch(facecolor=COLOURS["blocked"], edgecolor="0.7", label="blocked: score → −∞")],
                loc="lower center", ncol=2, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.0))
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 6. The ViT's input pipeline (chapter 06)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def vit_input_pipeline(grid: int = 4) -> Figure:
+    """How an image becomes the ViT encoder's input: image → ``grid`` × ``grid`` patches → flattened
+    vectors (N, C·P²) → the shared linear projection E (N, D) → [CLS] put in front (N + 1, D) → learned
+    position embeddings added → Transformer encoder → head on the [CLS] state.
+
+    Each stage carries its tensor shape underneath; the patches of the image are numbered row by row, as
+    the tokens they become.
+    """
+    if not 2 <= grid <= 6:
+        raise ValueError(f"grid must be between 2 and 6 patches per side, got {grid}")
+    width, height = 10.4, 3.9
+    fig, (ax,) = _canvas(width, height)
+    y, h, w, size = 1.75, 0.95, 1.3, 9
+    side = 1.3  # the image, in inches
+    x0, y0 = 0.3, y - side / 2
+    cell = side / grid
+    for r in range(grid):
+        for c in range(grid):
+            shade = 0.93 - 0.05 * ((r + c) % 2)
+            ax.add_patch(Rectangle((x0 + c * cell, y0 + side - (r + 1) * cell), cell, cell, zorder=2,
+                                   facecolor=str(shade), edgecolor=INK, linewidth=0.8))
+            if grid <= 4:
+                _text(ax, x0 + (c + 0.5) * cell, y0 + side - (r + 0.5) * cell, str(r * grid + c + 1), size=7.5)
+    _text(ax, x0 + side / 2, y0 - 0.3, "image\n$H \\times W \\times C$", size=8.5)
+    _text(ax, x0 + side / 2, y0 + side + 0.22, f"{grid} × {grid} patches\nof $P \\times P$", size=8.5, va="bottom")
+    stages = [(2.55, "flatten each\npatch", "embedding", "$(N,\\ C P^2)$"),
+              (4.05, "linear\nprojection $E$", "linear", "$(N,\\ D)$"),
+              (5.55, "put [CLS]\nin front", "embedding", "$(N{+}1,\\ D)$")]
+    _arrow(ax, (x0 + side + 0.05, y), (stages[0][0] - w / 2, y))
+    for i, (x, label, kind, shape) in enumerate(stages):
+        _box(ax, x, y, label, kind, w=w, h=h, size=size)
+        _text(ax, x, y - h / 2 - 0.25, shape, size=8.5, color="0.3")
+        if i:
+            _arrow(ax, (stages[i - 1][0] + w / 2, y), (x - w / 2, y))
+    _text(ax, stages[1][0], y + h / 2 + 0.22, "the same $E$ for\nevery patch", size=8, color="0.35", va="bottom")
+    xa = 6.75
+    _arrow(ax, (stages[-1][0] + w / 2, y), (xa - 0.14, y))
+    _add(ax, xa, y)
+    _box(ax, xa, y + 1.35, "position\nembeddings", "embedding", w=1.2, h=0.75, size=size)
+    _text(ax, xa + 0.72, y + 1.35, "$E_{pos}$", size=8.5, color="0.3", ha="left")
+    _arrow(ax, (xa, y + 1.35 - 0.375), (xa, y + 0.14))
+    _text(ax, xa, y - 0.45, "$z_0$", size=9)
+    xe, xh = 8.0, 9.55
+    _arrow(ax, (xa + 0.14, y), (xe - w / 2, y))
+    _box(ax, xe, y, "Transformer\nencoder × L", "attention", w=w, h=h, size=size)
+    _text(ax, xe, y - h / 2 - 0.25, "$(N{+}1,\\ D)$", size=8.5, color="0.3")
+    _arrow(ax, (xe + w / 2, y), (xh - 0.6, y))
+    _box(ax, xh, y, "LayerNorm,\nhead on [CLS]", "softmax", w=1.2, h=h, size=size)
+    _text(ax, xh, y - h / 2 - 0.25, "(classes,)", size=8.5, color="0.3")
+    _text(ax, width / 2, height - 0.25, "ViT input: an image becomes a sequence of N + 1 tokens", size=12,
+          weight="bold")
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 7. One GAN training step: where the gradients flow (chapter 07)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def gan_step_gradients() -> Figure:
+    """One alternating GAN step as two panels: the forward pass (grey) and the backward pass (dashed red).
+
+    Left, the discriminator step: the generated batch is detached, so the gradient of $J_D$ reaches D and
+    stops at the cut — G gets none; only D's optimizer steps. Right, the generator step: the gradient of
+    $J_G$ runs back through D into G; D's weights receive gradients but are not stepped; only G's
+    optimizer steps. An updated network has a thick red outline.
+    """
+    width, height = 5.2, 3.3
+    fig, axes = _canvas(width, height, panels=2)
+    y, h, w = 1.6, 0.55, 0.8
+    xs = {"z": 0.3, "G": 1.2, "cut": 2.25, "D": 3.2, "J": 4.5}
+    for ax, step in zip(axes, ("discriminator", "generator"), strict=True):
+        d_step = step == "discriminator"
+        loss = "$J_D$" if d_step else "$J_G$"
+        _text(ax, xs["z"], y, "$z$", size=11)
+        _arrow(ax, (xs["z"] + 0.15, y), (xs["G"] - w / 2, y))
+        _box(ax, xs["G"], y, "G", "ffn", w=w, h=h, size=11, edge=INK if d_step else ACCENT, lw=1.0 if d_step else 2.4)
+        _arrow(ax, (xs["G"] + w / 2, y), (xs["D"] - w / 2, y))
+        _text(ax, (xs["G"] + xs["D"]) / 2 - 0.25, y + 0.2, "$G(z)$", size=9)
+        if d_step:
+            ax.plot([xs["cut"] + 0.2] * 2, [y - 0.28, y + 0.28], color=ACCENT, lw=2.5, zorder=4)
+            _text(ax, xs["cut"] + 0.2, y - 0.5, ".detach()", size=8.5, color=ACCENT)
+            _text(ax, xs["D"] + 0.3, y - 0.62, "real $x$", size=9, ha="left")
+            _arrow(ax, (xs["D"] + 0.28, y - 0.62), (xs["D"], y - 0.62), (xs["D"], y - h / 2))
+        _box(ax, xs["D"], y, "D", "attention", w=w, h=h, size=11, edge=ACCENT if d_step else INK,
+             lw=2.4 if d_step else 1.0)
+        _arrow(ax, (xs["D"] + w / 2, y), (xs["J"] - 0.35, y))
+        _box(ax, xs["J"], y, loss, "norm", w=0.65, h=h, size=11)
+        # the backward pass, above the forward one: into D, and (generator step only) on through D into G
+        yb = y + 0.62
+        _arrow(ax, (xs["J"], y + h / 2), (xs["J"], yb), (xs["D"] + w / 4, yb), (xs["D"] + w / 4, y + h / 2),
+               color=ACCENT, ls="--", lw=1.4)
+        _text(ax, (xs["J"] + xs["D"]) / 2 + 0.1, yb + 0.2, f"$\\nabla {loss[1:-1]}$", size=9, color=ACCENT)
+        if not d_step:
+            _arrow(ax, (xs["D"] - w / 4, y + h / 2), (xs["D"] - w / 4, yb), (xs["G"], yb), (xs["G"], y + h / 2),
+                   color=ACCENT, ls="--", lw=1.4)
+            _text(ax, (xs["D"] + xs["G"]) / 2, yb + 0.2, "through D", size=9, color=ACCENT)
+        _text(ax, width / 2, height - 0.3, f"{step} step", size=12, weight="bold")
+        if d_step:
+            notes = ["the gradient reaches D's weights only:", "G(z) was detached, G gets none;",
+                     "opt_D.step(): only D moves"]
+        else:
+            notes = ["the gradient runs through D into G;", "D's .grad is filled but not applied;",
+                     "opt_G.step(): only G moves"]
+        for i, note in enumerate(notes):
+            _text(ax, width / 2, 0.6 - 0.22 * i, note, size=8.5, color="0.25")
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 8. BERT: the summed input embeddings and the two pre-training heads (chapter 03)
+# ---------------------------------------------------------------------------------------------------------
+
+BERT_EXAMPLE = ("[CLS]", "the", "penguin", "cannot", "fly", "[SEP]", "it", "swim", "##s", "[SEP]")
+
+
+def _piece(token: str) -> str:
+    """A WordPiece token as mathtext for a subscript: "[CLS]" → "[\\mathrm{CLS}]", "##s" → "\\#\\#\\mathrm{s}"."""
+    if token.startswith("[") and token.endswith("]"):
+        return f"[\\mathrm{{{token[1:-1]}}}]"
+    body = token.removeprefix("##")
+    return "\\#\\#" * (body != token) + f"\\mathrm{{{body}}}"
+
+
+def bert_segments(tokens: Sequence[str]) -> list[int]:
+    """The segment id of each token of a BERT input: 0 up to and including the first [SEP], 1 after it."""
+    if "[SEP]" not in tokens:
+        raise ValueError("a BERT input has at least one [SEP]")
+    first = list(tokens).index("[SEP]")
+    return [0 if i <= first else 1 for i in range(len(tokens))]
+
+
+def bert_input_embeddings(tokens: Sequence[str] = BERT_EXAMPLE) -> Figure:
+    """BERT's input: for every position t, token embedding + segment embedding (A up to the first [SEP], B
+    after it) + position embedding $E_t$, summed, then LayerNorm — one column per token, [CLS] first."""
+    n = len(tokens)
+    if not 2 <= n <= 12:
+        raise ValueError(f"draw between 2 and 12 tokens, got {n}")
+    segments = bert_segments(tokens)
+    col, left = max(0.9, 8.0 / n), 1.55
+    width, height = left + n * col + 0.2, 5.2
+    fig, (ax,) = _canvas(width, height)
+    w, h = col - 0.1, 0.42
+    rows = {"token": 3.55, "segment": 2.6, "position": 1.65}
+    _text(ax, width / 2, height - 0.3, "BERT's input: three embeddings, summed", size=13, weight="bold")
+    for name, y in [("input", 4.35), ("token\nembeddings", rows["token"]), ("segment\nembeddings", rows["segment"]),
+                    ("position\nembeddings", rows["position"])]:
+        _text(ax, 0.1, y, name, size=9.5, ha="left", color="0.3")
+    for i, (token, segment) in enumerate(zip(tokens, segments, strict=True)):
+        x = left + (i + 0.5) * col
+        special = token in ("[CLS]", "[SEP]")
+        _text(ax, x, 4.35, token, size=9, weight="bold" if special else "normal")
+        _arrow(ax, (x, 4.18), (x, rows["token"] + h / 2))
+        _box(ax, x, rows["token"], f"$E_{{{_piece(token)}}}$", "embedding", w=w, h=h, size=9)
+        _add(ax, x, (rows["token"] + rows["segment"]) / 2, r=0.11)
+        _box(ax, x, rows["segment"], "$E_A$" if segment == 0 else "$E_B$", "ffn" if segment == 0 else "linear",
+             w=w, h=h, size=9)
+        _add(ax, x, (rows["segment"] + rows["position"]) / 2, r=0.11)
+        _box(ax, x, rows["position"], f"$E_{{{i}}}$", "norm", w=w, h=h, size=9)
+        _arrow(ax, (x, rows["position"] - h / 2), (x, 1.02))
+    _box(ax, left + n * col / 2, 0.8, "sum per column → LayerNorm → dropout → encoder input $e_t$", "softmax",
+         w=n * col - 0.1, h=h, size=9.5)
+    _text(ax, 0.1, 0.8, "= $e_t$", size=9.5, ha="left", color="0.3")
+    _text(ax, left + n * col / 2, 0.25, "segment A: [CLS], sentence A and its [SEP]; segment B: sentence B and "
+          "the last [SEP]; positions are learned vectors $E_0 \\ldots E_{511}$", size=8.5, color="0.35")
+    return _finish(fig)
+
+
+def bert_pretraining_heads(tokens: Sequence[str] = BERT_EXAMPLE, masked: Sequence[int] = (3,),
+                           original: str = "cannot") -> Figure:
+    """BERT pre-training: the corrupted pair goes through the bidirectional encoder; the MLM head (dense → GELU
+    → LayerNorm → tied decoder $E^\\top$ + bias → softmax) predicts the original token at each chosen position
+    only, and the NSP head (pooler tanh → linear → 2 classes) reads the [CLS] state. The masked positions
+    ``masked`` show [MASK]; the first of them gets the drawn MLM head, whose target is ``original``."""
+    n = len(tokens)
+    if not 2 <= n <= 12:
+        raise ValueError(f"draw between 2 and 12 tokens, got {n}")
+    if not masked or any(not 0 < m < n for m in masked) or tokens[0] != "[CLS]":
+        raise ValueError("tokens start with [CLS] and at least one position after it is masked")
+    if any(tokens[m] in ("[CLS]", "[SEP]") for m in masked):
+        raise ValueError("[CLS] and [SEP] are never chosen for masking")
+    col, left = 0.95, 0.3
+    width, height = left + n * col + 0.3, 7.0
+    fig, (ax,) = _canvas(width, height)
+    xs = [left + (i + 0.5) * col for i in range(n)]
+    w, h = col - 0.12, 0.4
+    _text(ax, width / 2, height - 0.3, "BERT pre-training: two heads on one encoder", size=13, weight="bold")
+    for i, token in enumerate(tokens):
+        shown = "[MASK]" if i in masked else token
+        _text(ax, xs[i], 0.35, shown, size=9, color=ACCENT if i in masked else INK,
+              weight="bold" if i in masked else "normal")
+        _arrow(ax, (xs[i], 0.52), (xs[i], 1.0))
+        _arrow(ax, (xs[i], 2.0), (xs[i], 2.35))
+        _box(ax, xs[i], 2.57, f"$h_{{{i}}}$", "frame", w=w, h=h, size=9,
+             edge=ACCENT if i in masked or i == 0 else "0.6")
+    _box(ax, left + n * col / 2, 1.5, "BERT encoder: embeddings, then L bidirectional layers (every token sees "
+         "every token)", "attention", w=n * col - 0.1, h=0.8, size=9.5)
+    # NSP head on [CLS]
+    x0 = left + 1.0
+    nsp = _stack(ax, x0, 3.3, [("pooler: tanh($W_p h_0 + b_p$)", "linear"), ("NSP: linear → 2", "linear"),
+                               ("softmax", "softmax")], gap=0.3, h=h, w=2.0, size=9)
+    _arrow(ax, (xs[0], 2.57 + h / 2), (xs[0], 3.3))
+    _text(ax, x0, nsp[-1] + 0.5, "IsNext or NotNext?", size=9.5)
+    _text(ax, x0, nsp[-1] + 0.88, "$\\mathcal{L}_{\\mathrm{NSP}}$: cross-entropy", size=9, color="0.3")
+    # MLM head on the first masked position
+    m = masked[0]
+    xm = max(xs[m], x0 + 2.45)
+    mlm = _stack(ax, xm, 3.3, [("dense → GELU → LayerNorm", "ffn"), ("decoder $E_{\\mathrm{word}}^\\top$ + bias",
+                                                                        "embedding"),
+                               ("softmax over the vocabulary", "softmax")], gap=0.3, h=h, w=2.7, size=9)
+    _arrow(ax, (xs[m], 2.57 + h / 2), (xs[m], 3.3))
+    _text(ax, xm, mlm[-1] + 0.5, f"$p(x_{{{m}}} \\mid \\tilde{{x}})$, target: the original \"{original}\"", size=9.5)
+    _text(ax, xm, mlm[-1] + 0.88, "$\\mathcal{L}_{\\mathrm{MLM}} = -\\sum_{i \\in M} \\log p(x_i \\mid \\tilde{x})$",
+          size=9, color="0.3")
+    _text(ax, xm + 1.45, mlm[1], "tied to the\ntoken embeddings", size=8, ha="left", color=ACCENT)
+    _text(ax, width / 2, height - 0.75, "the MLM head runs at the chosen positions $M$ only (red); the other "
+          "positions give no loss; $\\mathcal{L} = \\mathcal{L}_{\\mathrm{MLM}} + \\mathcal{L}_{\\mathrm{NSP}}$",
+          size=9, color="0.35")
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# SimCLR (chapter 11)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def simclr_pipeline() -> Figure:
+    """SimCLR: an image, two random augmentations, one encoder f with shared weights, a projection head g, and
+    NT-Xent on the two projections (against the other views of the batch); after pre-training g is dropped and
+    the features h = f(x) are what a downstream task uses."""
+    width, height = 10.5, 4.6
+    fig, (ax,) = _canvas(width, height)
+    top, bottom, middle = 3.25, 1.45, 2.35
+    _box(ax, 0.75, middle, "image $x$", "embedding", w=1.1, h=0.5)
+    columns = [(2.45, "augment $t \\sim \\mathcal{T}$", "augment $t' \\sim \\mathcal{T}$", "linear", 1.9),
+               (4.6, "encoder $f$ (CNN)", "encoder $f$ (CNN)", "attention", 1.8),
+               (6.75, "projection head $g$", "projection head $g$", "ffn", 1.9)]
+    for y in (top, bottom):
+        _arrow(ax, (1.3, middle), (1.45, middle), (1.45, y), (2.45 - 0.95, y))
+    for (x, label_top, label_bottom, kind, w), nxt in zip(columns, [c[0] - c[4] / 2 for c in columns[1:]] + [8.05],
+                                                         strict=True):
+        for y, label in ((top, label_top), (bottom, label_bottom)):
+            _box(ax, x, y, label, kind, w=w, h=0.46, size=9.5)
+            _arrow(ax, (x + w / 2, y), (nxt, y))
+    for y, view, h, z in ((top, "$\\tilde x_i$", "$h_i$", "$z_i$"), (bottom, "$\\tilde x_j$", "$h_j$", "$z_j$")):
+        _text(ax, 3.55, y + 0.22, view, size=10)
+        _text(ax, 5.67, y + 0.22, h, size=10)
+        _text(ax, 7.9, y + 0.22, z, size=10)
+    _arrow(ax, (4.6, top - 0.23), (4.6, bottom + 0.23), both=True, ls="--", color="0.45", lw=1.0)
+    _text(ax, 4.67, middle, "shared weights", size=8.5, ha="left", color="0.35")
+    _box(ax, 9.25, middle, "NT-Xent:\npull $z_i$, $z_j$ together,\npush the other\n$2N-2$ views away", "softmax",
+         w=2.2, h=1.3, size=9)
+    for y in (top, bottom):
+        _arrow(ax, (8.05, y), (8.35, y), (8.35, middle + (0.3 if y > middle else -0.3)),
+               (9.25 - 1.1, middle + (0.3 if y > middle else -0.3)))
+    _text(ax, width / 2, 0.45, "after pre-training: keep $f$, drop $g$ — a downstream task (a linear probe, $k$-NN, "
+          "fine-tuning) reads $h = f(x)$", size=9.5, color=ACCENT)
+    _text(ax, width / 2, height - 0.3, "SimCLR: two views of every image, one encoder", size=13, weight="bold")
     return _finish(fig)

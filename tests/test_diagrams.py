@@ -24,6 +24,11 @@ DIAGRAMS = [
     diagrams.encoder_decoder_transformer,
     diagrams.gpt_block,
     diagrams.attention_masks,
+    diagrams.vit_input_pipeline,
+    diagrams.gan_step_gradients,
+    diagrams.bert_input_embeddings,
+    diagrams.bert_pretraining_heads,
+    diagrams.simclr_pipeline,
 ]
 
 
@@ -206,3 +211,74 @@ def test_assert_legible_catches_colliding_texts_and_spilling_labels():
     with pytest.raises(AssertionError, match="spills"):
         assert_legible(fig)
     plt.close(fig)
+
+
+def test_vit_input_pipeline_labels_and_grid():
+    fig = diagrams.vit_input_pipeline(grid=4)
+    labels = labels_of(fig)
+    for key in ["flatten each\npatch", "linear\nprojection $E$", "put [CLS]\nin front", "position\nembeddings",
+                "Transformer\nencoder × L", "LayerNorm,\nhead on [CLS]", "$(N,\\ C P^2)$", "$(N{+}1,\\ D)$"]:
+        assert key in labels, key
+    assert [str(i) for i in range(1, 17)] == [s for s in labels if s.isdigit()]  # patches numbered row by row
+    assert_legible(diagrams.vit_input_pipeline(grid=6))
+    with pytest.raises(ValueError):
+        diagrams.vit_input_pipeline(grid=1)
+
+
+def test_gan_step_gradients_cuts_the_discriminator_step_and_updates_one_network_per_step():
+    fig = diagrams.gan_step_gradients()
+    left, right = ([t.get_text() for t in ax.texts] for ax in fig.axes)
+    assert ".detach()" in left and ".detach()" not in right
+    assert "$\\nabla J_D$" in left and "$\\nabla J_G$" in right and "through D" in right
+    assert "opt_D.step(): only D moves" in left and "opt_G.step(): only G moves" in right
+    for ax, updated in zip(fig.axes, ("D", "G"), strict=True):  # the updated network has the red outline
+        boxes = {t.get_text(): t.get_gid() for t in ax.texts if (t.get_gid() or "").startswith("box")}
+        edges = {p.get_gid(): p.get_edgecolor() for p in ax.patches if (p.get_gid() or "").startswith("box")}
+        red = [name for name, gid in boxes.items() if edges[gid] == to_rgba(diagrams.ACCENT)]
+        assert red == [updated]
+
+
+def test_bert_input_embeddings_sums_three_embeddings_per_token():
+    fig = diagrams.bert_input_embeddings()
+    labels = labels_of(fig)
+    tokens = diagrams.BERT_EXAMPLE
+    assert diagrams.bert_segments(tokens) == [0] * 6 + [1] * 4
+    for key in ["token\nembeddings", "segment\nembeddings", "position\nembeddings", "[CLS]", "##s",
+                "$E_{[\\mathrm{CLS}]}$", "$E_{\\#\\#\\mathrm{s}}$", "$E_{0}$", f"$E_{{{len(tokens) - 1}}}$"]:
+        assert key in labels, key
+    assert labels.count("$E_A$") == 6 and labels.count("$E_B$") == 4  # A up to and including the first [SEP]
+    adds = [p for p in fig.axes[0].patches if type(p).__name__ == "Circle" and p.get_facecolor() == to_rgba("white")]
+    assert len(adds) == 2 * len(tokens)  # token + segment + position: two additions per column
+    assert any("LayerNorm" in s for s in labels)
+    assert_legible(diagrams.bert_input_embeddings(("[CLS]", "a", "[SEP]")))
+    with pytest.raises(ValueError):
+        diagrams.bert_segments(["[CLS]", "a"])
+
+
+def test_bert_pretraining_heads_put_mlm_on_masked_positions_and_nsp_on_cls():
+    fig = diagrams.bert_pretraining_heads()
+    labels = labels_of(fig)
+    assert labels.count("[MASK]") == 1 and "cannot" not in labels  # the input shows [MASK], not the word
+    for key in ["pooler: tanh($W_p h_0 + b_p$)", "NSP: linear → 2", "IsNext or NotNext?",
+                "dense → GELU → LayerNorm", "decoder $E_{\\mathrm{word}}^\\top$ + bias", "softmax over the vocabulary",
+                "$h_{0}$", "$h_{9}$"]:
+        assert key in labels, key
+    assert any("\\sum_{i \\in M}" in s for s in labels) and any('original "cannot"' in s for s in labels)
+    red = [t.get_text() for t in fig.axes[0].texts if to_rgba(t.get_color()) == to_rgba(diagrams.ACCENT)]
+    assert "[MASK]" in red
+    two = diagrams.bert_pretraining_heads(masked=(2, 7), original="penguin")
+    assert labels_of(two).count("[MASK]") == 2
+    assert_legible(two)
+    for bad in [(0,), (5,), ()]:  # [CLS], [SEP], nothing masked
+        with pytest.raises(ValueError):
+            diagrams.bert_pretraining_heads(masked=bad)
+
+
+def test_simclr_pipeline_has_two_branches_through_one_encoder_and_a_head():
+    labels = labels_of(diagrams.simclr_pipeline())
+    assert labels.count("encoder $f$ (CNN)") == 2 and labels.count("projection head $g$") == 2
+    for key in ["image $x$", "augment $t \\sim \\mathcal{T}$", "augment $t' \\sim \\mathcal{T}$", "shared weights",
+                "$h_i$", "$h_j$", "$z_i$", "$z_j$"]:
+        assert key in labels, key
+    assert any(s.startswith("NT-Xent") for s in labels)
+    assert any("drop $g$" in s for s in labels)
