@@ -10,6 +10,8 @@
   of a training step start from.
 * :func:`class_scores`: how a classifier sees generated images — the class histogram (coverage), the mean
   confidence, and the score exp(H(p(y)) − E H(p(y|x))) that summarises both.
+* The game in one dimension, in closed form: :class:`Mixture1D` densities and samples,
+  :func:`optimal_discriminator` D* = p_data / (p_data + p_g) and :func:`js_divergence` on a grid.
 """
 
 from __future__ import annotations
@@ -231,3 +233,54 @@ def class_scores(classifier: nn.Module, images: torch.Tensor, batch_size: int = 
     entropy = lambda p: -(p * p.clamp_min(1e-12).log()).sum(-1)  # noqa: E731
     score = math.exp(float(entropy(marginal) - entropy(probs.double()).mean()))
     return ClassScores(histogram.float(), float(probs.max(-1).values.mean()), score)
+
+
+# ------------------------------------------------------------------------- the 1-D game, in closed form
+
+
+@dataclass(frozen=True)
+class Mixture1D:
+    """A mixture of 1-D Gaussians: component k has weight ``weights[k]``, mean ``means[k]``, std ``stds[k]``."""
+
+    means: tuple[float, ...]
+    stds: tuple[float, ...]
+    weights: tuple[float, ...] | None = None  # None: equal weights
+
+    def _params(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        k = len(self.means)
+        if len(self.stds) != k or (self.weights is not None and len(self.weights) != k):
+            raise ValueError("means, stds and weights must have the same length")
+        w = torch.full((k,), 1.0 / k, dtype=dtype) if self.weights is None else torch.tensor(self.weights, dtype=dtype)
+        return torch.tensor(self.means, dtype=dtype), torch.tensor(self.stds, dtype=dtype), w / w.sum()
+
+    def pdf(self, x: torch.Tensor) -> torch.Tensor:
+        """The density at every entry of ``x`` (any shape), same shape and dtype."""
+        mean, std, w = self._params(x.dtype)
+        u = (x[..., None] - mean) / std
+        return (w * torch.exp(-0.5 * u**2) / (std * math.sqrt(2 * math.pi))).sum(-1)
+
+    def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """(n,) float32 samples."""
+        mean, std, w = self._params(torch.float32)
+        which = torch.multinomial(w, n, replacement=True, generator=generator)
+        return mean[which] + std[which] * torch.randn(n, generator=generator)
+
+
+def js_divergence(p: torch.Tensor, q: torch.Tensor, dx: float) -> float:
+    """Jensen–Shannon divergence (nats) of two densities sampled on an even grid of spacing ``dx``.
+
+    JS(p‖q) = ½ KL(p‖m) + ½ KL(q‖m) with m = (p + q)/2, each integral a Riemann sum; 0 ≤ JS ≤ log 2.
+    """
+    p, q = p.double(), q.double()
+    m = (p + q) / 2
+
+    def kl(a: torch.Tensor) -> torch.Tensor:
+        return torch.where(a > 0, a * torch.log(a.clamp_min(1e-300) / m.clamp_min(1e-300)), torch.zeros_like(a)).sum()
+
+    return float(0.5 * (kl(p) + kl(q)) * dx)
+
+
+def optimal_discriminator(p_data: torch.Tensor, p_g: torch.Tensor) -> torch.Tensor:
+    """D*(x) = p_data(x) / (p_data(x) + p_g(x)), the best discriminator for a fixed generator (½ where both are 0)."""
+    total = p_data + p_g
+    return torch.where(total > 0, p_data / total.clamp_min(1e-300), torch.full_like(total, 0.5))

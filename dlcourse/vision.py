@@ -4,6 +4,10 @@ Chapter 06 asks which architecture does better *for the same compute*. :func:`fi
 ``(B, C, H, W) -> (B, classes)`` model with AdamW for a wall-clock budget, with a schedule that follows the
 elapsed fraction of the budget (linear warm-up, then cosine decay to zero), so that every run anneals
 properly whatever its speed. :class:`SmallCNN` is the convolutional baseline; :func:`accuracy` scores.
+
+What a trained ViT learned, measured: :func:`principal_components` of its patch filters,
+:func:`low_frequency_share` (their energy in the lowest 2-D DCT frequencies, :func:`dct_basis`) and
+:func:`attention_entropy` (how spread one query's attention is).
 """
 
 from __future__ import annotations
@@ -113,3 +117,49 @@ def fit_for(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, second
     record_run(f"{type(model).__name__}, {run.parameters:,} parameters", steps=run.steps, seconds=run.seconds,
                items=run.steps * batch_size, item_name="images", metric_name="held-out accuracy", metric=run.accuracy)
     return run
+
+
+# ------------------------------------------------------------------ what a trained ViT learned (chapter 06)
+
+
+def principal_components(filters: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Principal components of ``filters`` (K, F), one filter per row, centred over the K filters.
+
+    Returns ``(components, share)``: components (min(K, F), F), one unit vector per row, largest variance
+    first; share (min(K, F),), the fraction of the total variance along each (sums to 1).
+    """
+    centred = filters.detach().double() - filters.detach().double().mean(0)
+    _, s, vh = torch.linalg.svd(centred, full_matrices=False)
+    return vh.to(filters.dtype), (s**2 / (s**2).sum()).to(filters.dtype)
+
+
+def dct_basis(size: int) -> torch.Tensor:
+    """The orthonormal DCT-II matrix (size, size), float64: row u is the cosine of frequency u."""
+    k = torch.arange(size, dtype=torch.float64)
+    basis = torch.cos(math.pi * (2 * k[None, :] + 1) * k[:, None] / (2 * size)) * math.sqrt(2 / size)
+    basis[0] /= math.sqrt(2)
+    return basis
+
+
+def low_frequency_share(filters: torch.Tensor, size: int, cutoff: int = 3) -> torch.Tensor:
+    """Fraction of each square filter's energy in its low 2-D DCT frequencies, those with u + v < ``cutoff``.
+
+    ``filters``: (K, size·size) or (K, size, size). Returns (K,) float64 in [0, 1]. White noise puts the
+    fraction of such coefficients there on average, e.g. 6/49 ≈ 0.12 for 7 × 7 and ``cutoff = 3``; a smooth,
+    blob- or ramp-like filter puts most of its energy there.
+    """
+    basis = dct_basis(size)
+    coefficients = basis @ filters.detach().double().reshape(-1, size, size) @ basis.T  # (K, u, v)
+    u = torch.arange(size)
+    low = (u[:, None] + u[None, :]) < cutoff
+    energy = coefficients**2
+    return energy[:, low].sum(-1) / energy.sum((-2, -1)).clamp_min(1e-300)
+
+
+def attention_entropy(weights: torch.Tensor, query: int = 0) -> torch.Tensor:
+    """Entropy in nats of one query's attention distribution: weights (B, heads, T, T) → (B, heads).
+
+    ``query = 0`` is the [CLS] token. 0 means all weight on one token; log T means spread evenly.
+    """
+    row = weights[:, :, query, :].double()
+    return -(row * row.clamp_min(1e-30).log()).sum(-1)

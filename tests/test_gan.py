@@ -162,3 +162,31 @@ def test_build_in_kernel_builds_the_course_packages_objects_only():
 def test_a_missing_reference_says_where_references_live():
     with pytest.raises(FileNotFoundError, match="instructor"):
         references.load("no_such_reference")
+
+
+def test_mixture_1d_density_integrates_to_one_and_samples_match_it():
+    mix = gan.Mixture1D(means=(-2.0, 2.0), stds=(0.5, 1.0), weights=(1.0, 3.0))
+    x = torch.linspace(-10, 12, 20001, dtype=torch.float64)
+    dx = float(x[1] - x[0])
+    assert float(mix.pdf(x).sum() * dx) == pytest.approx(1.0, abs=1e-6)
+    samples = mix.sample(40000, generator=torch.Generator().manual_seed(0))
+    assert samples.shape == (40000,)
+    assert float(samples.mean()) == pytest.approx(0.25 * -2 + 0.75 * 2, abs=0.05)
+    with pytest.raises(ValueError):
+        gan.Mixture1D(means=(0.0, 1.0), stds=(1.0,)).pdf(x)
+
+
+def test_js_divergence_bounds_and_the_optimal_discriminator_value():
+    x = torch.linspace(-12, 12, 24001, dtype=torch.float64)
+    dx = float(x[1] - x[0])
+    p = gan.Mixture1D((-2.0, 2.0), (0.5, 0.5)).pdf(x)
+    q = gan.Mixture1D((0.5,), (1.5,)).pdf(x)
+    assert gan.js_divergence(p, p, dx) == pytest.approx(0.0, abs=1e-12)
+    far = gan.Mixture1D((8.0,), (0.3,)).pdf(x)
+    assert gan.js_divergence(gan.Mixture1D((-8.0,), (0.3,)).pdf(x), far, dx) == pytest.approx(math.log(2), abs=1e-6)
+    js = gan.js_divergence(p, q, dx)
+    assert 0 < js < math.log(2)
+    d_star = gan.optimal_discriminator(p, q)
+    j_d = float(((-p * d_star.log()) + (-q * torch.log1p(-d_star))).sum() * dx)  # J_D at D*
+    assert j_d == pytest.approx(2 * math.log(2) - 2 * js, abs=1e-6)
+    assert float(gan.optimal_discriminator(torch.zeros(1), torch.zeros(1))) == 0.5

@@ -186,3 +186,33 @@ def test_the_widgets_render():
     assert sims.renders == 3 and sims.last_result.axes[1].get_title() == "patch (5, 2) against every position"
     sims.controls["model"].value = "a"
     assert sims.controls["row"].max == 3 and sims.controls["row"].value == 3
+
+
+def test_principal_components_order_variance_and_share_it():
+    gen = torch.Generator().manual_seed(0)
+    filters = torch.randn(200, 3, generator=gen) * torch.tensor([3.0, 1.0, 0.1])  # variance mostly on axis 0
+    components, share = vision.principal_components(filters)
+    assert components.shape == (3, 3) and share.shape == (3,)
+    assert float(share.sum()) == pytest.approx(1.0)
+    assert bool((share[:-1] >= share[1:]).all()) and float(share[0]) > 0.85
+    assert abs(float(components[0, 0])) == pytest.approx(1.0, abs=0.01)
+
+
+def test_dct_basis_is_orthonormal_and_low_frequency_share_tells_smooth_from_noise():
+    basis = vision.dct_basis(7)
+    assert torch.allclose(basis @ basis.T, torch.eye(7, dtype=torch.float64), atol=1e-12)
+    ramp = torch.linspace(-1, 1, 7).repeat(7, 1)  # a smooth horizontal ramp
+    checker = torch.tensor([[(-1.0) ** (i + j) for j in range(7)] for i in range(7)])  # the highest frequency
+    shares = vision.low_frequency_share(torch.stack([ramp, checker, torch.ones(7, 7)]), 7)
+    assert float(shares[0]) > 0.95 and float(shares[1]) < 0.01 and float(shares[2]) == pytest.approx(1.0)
+    noise = torch.randn(4000, 49, generator=torch.Generator().manual_seed(1))
+    assert float(vision.low_frequency_share(noise, 7).mean()) == pytest.approx(6 / 49, abs=0.01)
+
+
+def test_attention_entropy_is_zero_for_one_token_and_log_t_for_uniform():
+    weights = torch.zeros(2, 1, 4, 4)
+    weights[0, 0, 0, 2] = 1.0
+    weights[1, 0, 0] = 0.25
+    entropy = vision.attention_entropy(weights)
+    assert entropy.shape == (2, 1)
+    assert float(entropy[0, 0]) == pytest.approx(0.0) and float(entropy[1, 0]) == pytest.approx(np.log(4))
