@@ -51,15 +51,25 @@ def play_genres() -> dict[str, str]:
     return {slug: path.parent.name for slug, path in shakespeare.play_files().items()}
 
 
+def pretraining_plays() -> list[str]:
+    """The plays chapter 03 trains its vocabulary and its tiny BERT on, in slug order: every play except the
+    validation plays (:data:`shakespeare.VALIDATION_PLAYS`) and the genre task's test plays (:data:`HELD_OUT`),
+    so that no passage the transfer test scores was seen in pre-training."""
+    held_out = set(shakespeare.VALIDATION_PLAYS) | {slug for plays in HELD_OUT.values() for slug in plays}
+    return [slug for slug in shakespeare.play_files() if slug not in held_out]
+
+
 def play_lines(slug: str) -> list[str]:
     """The spoken lines of one play, in order (speaker names dropped)."""
     return [line for line in shakespeare.text((slug,)).splitlines() if line and not line.endswith(":")]
 
 
 def train_wordpiece(texts: list[str], vocab_size: int = 4000) -> list[str]:
-    """A WordPiece vocabulary (lower-cased, BERT's pre-tokenisation) trained with ``tokenizers``, deterministic.
+    """A WordPiece vocabulary (lower-cased, BERT's pre-tokenisation) trained with ``tokenizers``.
 
-    The list starts with :data:`SPECIALS` (ids 0..4); continuations carry the ``##`` prefix."""
+    The list starts with :data:`SPECIALS` (ids 0..4); continuations carry the ``##`` prefix. The library's
+    ``WordPieceTrainer`` runs its BPE trainer (merge the most frequent pair) and converts the result; ties
+    between equally frequent pairs fall in no fixed order, so on a tiny text two runs may differ in a piece."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
@@ -70,6 +80,38 @@ def train_wordpiece(texts: list[str], vocab_size: int = 4000) -> list[str]:
     tok.train_from_iterator(texts, trainer)
     vocab = tok.get_vocab()
     return sorted(vocab, key=vocab.get)
+
+
+def train_bpe_vocabulary(texts: list[str], vocab_size: int = 4000) -> list[str]:
+    """The same as :func:`train_wordpiece` with ``tokenizers``' BPE trainer (``##`` continuations, the same
+    normaliser and pre-tokeniser): used to show which merge rule the library's WordPiece trainer applies."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="[UNK]", continuing_subword_prefix="##"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS), min_frequency=2,
+                                  continuing_subword_prefix="##", show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    vocab = tok.get_vocab()
+    return sorted(vocab, key=vocab.get)
+
+
+def merge_scores(word_counts: dict[str, int]) -> dict[tuple[str, str], tuple[int, float]]:
+    """The first merge step of vocabulary training, before any merge: every adjacent pair of symbols (a word is
+    spelled ``w ##o ##r ##d``) → ``(freq(ab), freq(ab) / (freq(a) · freq(b)))``, frequencies counted over
+    ``word_counts`` (word → count). BPE merges the pair with the largest ``freq(ab)``; WordPiece (Schuster &
+    Nakajima, 2012) the one with the largest ratio — the merge that most raises the likelihood of the data
+    under a unigram model of the pieces."""
+    single: dict[str, int] = {}
+    pairs: dict[tuple[str, str], int] = {}
+    for word, count in word_counts.items():
+        symbols = [word[0]] + ["##" + c for c in word[1:]] if word else []
+        for symbol in symbols:
+            single[symbol] = single.get(symbol, 0) + count
+        for pair in zip(symbols[:-1], symbols[1:], strict=True):
+            pairs[pair] = pairs.get(pair, 0) + count
+    return {(a, b): (n, n / (single[a] * single[b])) for (a, b), n in pairs.items()}
 
 
 def fast_tokenizer(vocab: list[str]):
@@ -415,3 +457,99 @@ def word_vectors(encoder: Callable, tokenizer, sentence: str, word: str) -> torc
     with torch.no_grad():
         hidden = encoder(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])[0]
     return hidden[s : s + len(pieces)].mean(0)
+
+
+def sense_similarity(vectors: torch.Tensor, senses: list[int]) -> dict[str, float | torch.Tensor]:
+    """Do a word's contextual vectors group by sense? ``vectors`` (N, D), one per sentence; ``senses`` its N labels.
+
+    Returns ``matrix`` (N, N) cosine similarities; ``within`` / ``across``: the mean over the pairs of different
+    sentences with the same / a different sense; ``within_min`` and ``across_max``, the closest calls; and
+    ``nearest``, the share of sentences whose most similar *other* sentence has the same sense (leave-one-out
+    nearest neighbour)."""
+    labels = torch.as_tensor(senses)
+    if vectors.ndim != 2 or len(labels) != len(vectors):
+        raise ValueError(f"want (N, D) vectors and N senses, got {tuple(vectors.shape)} and {len(labels)}")
+    unit = F.normalize(vectors.float(), dim=1)
+    matrix = unit @ unit.T
+    same = labels[:, None] == labels[None, :]
+    other = ~torch.eye(len(labels), dtype=torch.bool)
+    if not (same & other).any() or not (~same).any():
+        raise ValueError("need at least two sentences of one sense and two senses")
+    nearest = matrix.masked_fill(~other, -2.0).argmax(1)
+    return {"matrix": matrix, "within": float(matrix[same & other].mean()), "across": float(matrix[~same].mean()),
+            "within_min": float(matrix[same & other].min()), "across_max": float(matrix[~same].max()),
+            "nearest": float((labels[nearest] == labels).float().mean())}
+
+
+# ----------------------------------------------------------------------------------------------------
+# ELMo in miniature: two one-directional LSTM language models and a learned mix of their layers
+
+
+class TinyELMo(nn.Module):
+    """ELMo's shape (Peters et al., 2018), small: a token embedding, a forward and a backward LSTM language model
+    (``layers`` LSTM layers each, their own weights; embedding and softmax shared), and the scalar mix.
+
+    Layer 0 of the representation is the token embedding (the same vector in every context, written twice to
+    match the width); layer j ≥ 1 is [forward state; backward state] of LSTM layer j, (B, T, 2·dim). The forward
+    LM sees tokens ≤ t, the backward LM tokens ≥ t: neither sees both sides at once."""
+
+    def __init__(self, vocab_size: int, dim: int = 64, layers: int = 2) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, dim)
+        self.forward_lm = nn.ModuleList(nn.LSTM(dim, dim, batch_first=True) for _ in range(layers))
+        self.backward_lm = nn.ModuleList(nn.LSTM(dim, dim, batch_first=True) for _ in range(layers))
+        self.out = nn.Linear(dim, vocab_size)  # one softmax for both directions
+        self.mix_logits = nn.Parameter(torch.zeros(layers + 1))  # s = softmax(w): learned by the downstream task
+        self.gamma = nn.Parameter(torch.ones(()))
+
+    @staticmethod
+    def _run(lstms: nn.ModuleList, x: torch.Tensor) -> list[torch.Tensor]:
+        """Every layer's states (B, T, dim) of a stack of one-directional LSTMs, left to right over ``x``."""
+        states = []
+        for lstm in lstms:
+            x, _ = lstm(x)
+            states.append(x)
+        return states
+
+    def layer_states(self, ids: torch.Tensor) -> list[torch.Tensor]:
+        """ids (B, T) int64 → ``layers + 1`` tensors (B, T, 2·dim): the embedding, then [→h_j; ←h_j]."""
+        x = self.embed(ids)
+        fwd = self._run(self.forward_lm, x)
+        bwd = [h.flip(1) for h in self._run(self.backward_lm, x.flip(1))]  # the backward LM reads right to left
+        return [torch.cat([x, x], -1)] + [torch.cat([f, b], -1) for f, b in zip(fwd, bwd, strict=True)]
+
+    def mix(self, states: list[torch.Tensor]) -> torch.Tensor:
+        """ELMo's vector: γ · Σ_j softmax(w)_j · h_j over the layer states, (B, T, 2·dim)."""
+        weights = torch.softmax(self.mix_logits, 0)
+        return self.gamma * sum(w * h for w, h in zip(weights, states, strict=True))
+
+    def lm_loss(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(forward, backward) mean cross-entropy on ids (B, T): the forward LM's top state at t predicts token
+        t + 1, the backward LM's top state at t predicts token t − 1."""
+        x = self.embed(ids)
+        fwd = self._run(self.forward_lm, x)[-1]
+        bwd = self._run(self.backward_lm, x.flip(1))[-1].flip(1)
+        forward = F.cross_entropy(self.out(fwd[:, :-1]).flatten(0, 1), ids[:, 1:].flatten())
+        backward = F.cross_entropy(self.out(bwd[:, 1:]).flatten(0, 1), ids[:, :-1].flatten())
+        return forward, backward
+
+
+def train_elmo(model: TinyELMo, stream: torch.Tensor, steps: int, window: int = 32, batch_size: int = 32,
+               lr: float = 3e-3, seed: int = 0) -> list[float]:
+    """Train both language models of ``model`` on random windows of the token stream (N,) for ``steps`` Adam
+    steps; returns the loss per step (forward + backward cross-entropy)."""
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam([p for n, p in model.named_parameters() if n not in ("mix_logits", "gamma")], lr=lr)
+    losses = []
+    model.train()
+    for _ in range(steps):
+        starts = torch.randint(len(stream) - window, (batch_size,), generator=gen)
+        ids = torch.stack([stream[s : s + window] for s in starts.tolist()])
+        forward, backward = model.lm_loss(ids)
+        opt.zero_grad(set_to_none=True)
+        (forward + backward).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(float(forward.detach() + backward.detach()))
+    model.eval()
+    return losses

@@ -217,3 +217,66 @@ def test_shipped_tiny_bert_loads_into_hugging_face_and_fills_masks():
     assert logits.shape == (len(ids), len(shipped["vocab"]))
     top = shipped["vocab"][int(logits[ids.index(bert.MASK)].argmax())]
     assert top not in bert.SPECIALS  # a word, not a special token
+
+
+def test_pretraining_plays_leave_out_validation_and_transfer_test_plays():
+    from dlcourse import shakespeare
+
+    plays = bert.pretraining_plays()
+    test_plays = {slug for slugs in bert.HELD_OUT.values() for slug in slugs}
+    assert plays == sorted(plays) and len(plays) == len(shakespeare.play_files()) - 7
+    assert not set(plays) & (test_plays | set(shakespeare.VALIDATION_PLAYS))
+    assert {"macbeth", "henry-iv-part-1", "as-you-like-it"} <= set(plays)
+
+
+def test_sense_similarity_groups_by_sense():
+    vectors = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.2, 1.0]])
+    result = bert.sense_similarity(vectors, [0, 0, 1, 1])
+    assert result["matrix"].shape == (4, 4)
+    torch.testing.assert_close(result["matrix"].diagonal(), torch.ones(4))
+    assert result["within"] > 0.95 and result["across"] < 0.3 and result["nearest"] == 1.0
+    assert result["within_min"] > result["across_max"]
+    mixed = bert.sense_similarity(vectors, [0, 1, 0, 1])  # labels that cut across the groups
+    assert mixed["nearest"] == 0.0 and mixed["within"] < mixed["across"]
+    with pytest.raises(ValueError):
+        bert.sense_similarity(vectors, [0, 0, 0, 0])
+
+
+def test_tiny_elmo_layers_directions_mix_and_training():
+    torch.manual_seed(0)
+    model = bert.TinyELMo(vocab_size=30, dim=8, layers=2).eval()
+    ids = torch.randint(30, (2, 7))
+    states = model.layer_states(ids)
+    assert len(states) == 3 and all(s.shape == (2, 7, 16) for s in states)
+    x = model.embed(ids)
+    torch.testing.assert_close(states[0], torch.cat([x, x], -1))
+    forward_top, _ = model.forward_lm[1](model.forward_lm[0](x)[0])
+    torch.testing.assert_close(states[2][..., :8], forward_top)
+    changed = ids.clone()
+    changed[:, 4] = (changed[:, 4] + 1) % 30  # change token 4: forward states before it cannot see it
+    after = model.layer_states(changed)
+    assert torch.equal(after[2][:, :4, :8], states[2][:, :4, :8])
+    assert not torch.allclose(after[2][:, :4, 8:], states[2][:, :4, 8:])  # the backward LM reads it
+    assert torch.equal(after[1][:, 5:, 8:], states[1][:, 5:, 8:])  # backward states after it cannot
+    torch.testing.assert_close(model.mix(states), sum(states) / 3)  # zero mixing logits, gamma 1: the mean
+    forward, backward = model.lm_loss(ids)
+    assert forward.ndim == 0 and backward.ndim == 0
+    stream = torch.arange(200) % 5  # a repeating pattern both directions can learn
+    losses = bert.train_elmo(model, stream, steps=60, window=10, batch_size=8, lr=3e-2)
+    assert len(losses) == 60 and losses[-1] < 0.5 * losses[0]
+    assert torch.equal(model.mix_logits, torch.zeros(3)) and not model.training  # the LMs train, not the mix
+
+
+def test_merge_scores_rank_pairs_by_frequency_and_by_wordpiece_ratio():
+    scores = bert.merge_scores({"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5})
+    assert scores[("##u", "##g")] == (20, pytest.approx(20 / (36 * 20)))
+    assert max(scores, key=lambda p: scores[p][0]) == ("##u", "##g")  # BPE: the most frequent pair
+    assert max(scores, key=lambda p: scores[p][1]) == ("##g", "##s")  # WordPiece: parts seldom seen apart
+    assert bert.merge_scores({"a": 3}) == {}
+
+
+def test_library_wordpiece_trainer_keeps_the_pieces_of_its_bpe_trainer():
+    texts = bert.play_lines("macbeth")  # real text: few ties between equally frequent pairs (broken at random)
+    wordpiece = bert.train_wordpiece(texts, vocab_size=600)
+    bpe = bert.train_bpe_vocabulary(texts, vocab_size=600)
+    assert len(set(wordpiece) & set(bpe)) >= 590 and bpe[:5] == list(bert.SPECIALS)
