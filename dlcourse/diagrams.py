@@ -16,6 +16,9 @@ sizes below read directly as inches on the page.
 * :func:`bert_input_embeddings` — chapter 03's token + segment + position embeddings, summed per position;
 * :func:`bert_pretraining_heads` — chapter 03's MLM head at the masked positions and NSP head on [CLS];
 * :func:`simclr_pipeline` — chapter 11's two views, shared encoder, projection head and NT-Xent.
+* :func:`vae_reparameterization` — chapter 08's reparameterised VAE loss, where the gradients flow;
+* :func:`t5_encoder_decoder` — chapter 05's pre-norm encoder–decoder, cross-attention in every decoder block;
+* :func:`bigbird_blocks` — chapter 09's gathered key blocks and the block grid by kind.
 
 Artists carry a ``gid`` where a test or a reader may want to find them again: a box and its label share
 ``"box<n>"``; the attention-weight lines of :func:`seq2seq_attention` are ``"attention-weight"``.
@@ -810,4 +813,220 @@ def simclr_pipeline() -> Figure:
     _text(ax, width / 2, 0.45, "after pre-training: keep $f$, drop $g$ — a downstream task (a linear probe, $k$-NN, "
           "fine-tuning) reads $h = f(x)$", size=9.5, color=ACCENT)
     _text(ax, width / 2, height - 0.3, "SimCLR: two views of every image, one encoder", size=13, weight="bold")
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 11. The VAE's reparameterised computation graph (chapter 08)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def vae_reparameterization() -> Figure:
+    """One VAE loss as a computation graph: x → encoder → (μ, log σ²); ε ~ N(0, I) drawn outside the graph;
+    z = μ + σ ⊙ ε → decoder → logits → the reconstruction term; (μ, log σ²) → the closed-form KL term; their
+    sum is the loss.
+
+    The backward pass is drawn dashed red: from the reconstruction term through the decoder to z, and from z
+    to μ (z̄) and to σ (z̄ ⊙ ε), on into the encoder. No arrow runs into ε: it is an input, not a parameter.
+    """
+    width, height = 10.4, 4.8
+    fig, (ax,) = _canvas(width, height)
+    y = 2.4
+    _box(ax, 0.45, y, "$x$", "embedding", w=0.6, h=0.5, size=11)
+    _arrow(ax, (0.75, y), (1.0, y))
+    _box(ax, 1.5, y, "encoder", "ffn", w=1.0, h=0.5)
+    _arrow(ax, (2.0, y), (2.2, y), head=False)
+    _dot(ax, 2.2, y)
+    for ym, label in ((2.95, "$\\mu$"), (1.85, "$\\log\\sigma^2$")):
+        _arrow(ax, (2.2, y), (2.2, ym), (2.55, ym))
+        _box(ax, 3.0, ym, label, "linear", w=0.9, h=0.4)
+        _arrow(ax, (3.45, ym), (4.0, y + (0.12 if ym > y else -0.12)))
+    _text(ax, 3.82, 2.0, "$\\sigma$", size=9, color="0.3")
+    _box(ax, 4.75, y, "$z = \\mu + \\sigma \\odot \\varepsilon$", "focus", w=1.5, h=0.5, size=9.5)
+    _box(ax, 4.75, 3.35, "$\\varepsilon \\sim \\mathcal{N}(0, I)$", "blocked", w=1.3, h=0.42, size=9.5)
+    _arrow(ax, (4.75, 3.14), (4.75, y + 0.25))
+    _text(ax, 5.52, 3.35, "drawn outside the graph:\nno gradient flows into $\\varepsilon$", size=8, ha="left",
+          color="0.3")
+    _arrow(ax, (5.5, y), (5.72, y))
+    _box(ax, 6.2, y, "decoder", "ffn", w=0.95, h=0.5)
+    _arrow(ax, (6.68, y), (7.35, y))
+    _text(ax, 7.0, y + 0.17, "logits", size=8, color="0.3")
+    _box(ax, 8.15, y, "reconstruction\n$-\\log p_\\theta(x \\mid z)$", "softmax", w=1.6, h=0.6, size=8.5)
+    # (μ, log σ²) → the KL term, along the top
+    _arrow(ax, (2.2, 2.95), (2.2, 4.05), (7.35, 4.05))
+    _text(ax, 3.0, 4.2, "$(\\mu, \\log\\sigma^2)$", size=8.5, color="0.3")
+    _box(ax, 8.15, 4.05, "KL$(q \\,\\|\\, \\mathcal{N}(0, I))$\nclosed form", "norm", w=1.6, h=0.6, size=8.5)
+    _box(ax, 9.8, 3.2, "loss\n(sum)", "attention", w=0.9, h=0.6, size=9)
+    _arrow(ax, (8.95, y), (9.8, y), (9.8, 2.9))
+    _arrow(ax, (8.95, 4.05), (9.8, 4.05), (9.8, 3.5))
+    # the backward pass
+    red = {"color": ACCENT, "ls": "--", "lw": 1.3}
+    _arrow(ax, (8.15, 2.1), (8.15, 1.3), (6.35, 1.3), (6.35, 2.15), **red)
+    _arrow(ax, (6.05, 2.15), (6.05, 1.3), (4.9, 1.3), (4.9, 2.15), **red)
+    _text(ax, 5.48, 1.13, "$\\bar z$", size=9, color=ACCENT)
+    _arrow(ax, (4.6, 2.15), (4.6, 1.3), (3.1, 1.3), (3.1, 1.65), **red)
+    _text(ax, 3.85, 1.1, "$\\bar\\sigma = \\bar z \\odot \\varepsilon$", size=8.5, color=ACCENT)
+    _arrow(ax, (4.3, 2.65), (4.3, 3.02), (3.45, 3.02), **red)
+    _text(ax, 3.75, 3.3, "$\\bar\\mu = \\bar z$", size=8.5, color=ACCENT)
+    _arrow(ax, (2.75, 1.65), (2.75, 1.3), (1.5, 1.3), (1.5, 2.15), **red)
+    _text(ax, 2.0, 1.1, "from $\\mu$ and $\\sigma$ into $\\phi$", size=8.5, color=ACCENT)
+    _text(ax, width / 2, 0.62, "dashed red: the gradient of the loss (the KL term sends its own straight to "
+          "$\\mu$ and $\\log\\sigma^2$).", size=8.5, color="0.25")
+    _text(ax, width / 2, 0.32, "Sampling $z \\sim \\mathcal{N}(\\mu, \\sigma^2)$ directly would give a number with no "
+          "path back to $\\mu$ and $\\sigma$: the encoder would learn from the KL term alone.", size=8.5,
+          color="0.25")
+    _text(ax, width / 2, height - 0.25, "The reparameterization trick: the noise is an input, $z$ a function of "
+          "$\\mu$ and $\\sigma$", size=12, weight="bold")
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 12. T5's encoder–decoder (chapter 05)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def t5_encoder_decoder() -> Figure:
+    """T5 as an encoder–decoder: the corrupted input (with sentinels) → shared embedding → N pre-norm encoder
+    blocks (RMSNorm before each sub-layer, relative position bias in self-attention) → final RMSNorm → the
+    encoder outputs E, read by the cross-attention of *every* decoder block; the decoder's input is the
+    target shifted right behind a start token, its self-attention causal; final RMSNorm and the tied LM head
+    give the target tokens."""
+    width, height = 10.4, 6.9
+    fig, (ax,) = _canvas(width, height)
+    xe, xd, w, h, gap = 2.6, 7.5, 2.6, 0.38, 0.22
+    base = 0.95
+    # the inputs and the shared embedding
+    _box(ax, xe, base, "Thank you <X> me to your party <Y> week.", "blocked", w=3.3, h=0.4, size=9)
+    _text(ax, xe, base - 0.38, "input text, spans replaced by sentinels", size=8, color="0.3")
+    _box(ax, xd, base, "<s> <X> for inviting <Y> last", "blocked", w=3.3, h=0.4, size=9)
+    _text(ax, xd, base - 0.38, "decoder input: the targets shifted right", size=8, color="0.3")
+    for x in (xe, xd):
+        _arrow(ax, (x, base + 0.2), (x, base + 0.45))
+        _box(ax, x, base + 0.65, "shared embedding", "embedding", w=w, h=h, size=9)
+        _arrow(ax, (x, base + 0.84), (x, base + 1.25))
+    y0 = base + 1.25
+    enc = _stack(ax, xe, y0, [("RMSNorm → self-attention + $B$", "attention"), ("+", ""),
+                              ("RMSNorm → feed-forward", "ffn"), ("+", "")], gap=gap, h=h, w=w, size=9)
+    dec = _stack(ax, xd, y0, [("RMSNorm → causal self-attention + $B$", "attention"), ("+", ""),
+                              ("RMSNorm → cross-attention", "attention"), ("+", ""),
+                              ("RMSNorm → feed-forward", "ffn"), ("+", "")], gap=gap, h=h, w=w, size=9)
+    for x, centres, side in ((xe, enc, -1.55), (xd, dec, 1.55)):
+        for i in range(0, len(centres), 2):
+            start = y0 - 0.1 if i == 0 else centres[i - 1] + 0.14 + gap / 2
+            _residual(ax, x, start, centres[i + 1], side)
+    frame_top_e, frame_top_d = enc[-1] + 0.3, dec[-1] + 0.3
+    _frame(ax, 0.8, y0 - 0.2, 4.45, frame_top_e).set_zorder(0)
+    _frame(ax, 5.75, y0 - 0.2, 9.6, frame_top_d).set_zorder(0)
+    _text(ax, 4.2, frame_top_e - 0.2, "× N", size=9)
+    _text(ax, 9.35, frame_top_d - 0.2, "× N", size=9)
+    _arrow(ax, (xe, enc[-1] + 0.14), (xe, frame_top_e + 0.2))
+    ye = frame_top_e + 0.2 + h / 2
+    _box(ax, xe, ye, "final RMSNorm", "norm", w=w, h=h, size=9)
+    _arrow(ax, (xe, ye + h / 2), (xe, ye + 0.5))
+    _text(ax, xe, ye + 0.65, "encoder outputs $E$", size=9.5)
+    # E feeds the cross-attention of every decoder block
+    _arrow(ax, (xe + 0.85, ye + 0.65), (5.45, ye + 0.65), (5.45, dec[2]), (xd - w / 2, dec[2]), color=ACCENT,
+           lw=1.5)
+    _text(ax, 4.3, ye + 1.05, "keys and values of the cross-attention\nin every decoder block", size=8,
+          color=ACCENT)
+    _arrow(ax, (xd, dec[-1] + 0.14), (xd, frame_top_d + 0.2))
+    yh = frame_top_d + 0.2 + h / 2
+    _box(ax, xd, yh, "final RMSNorm → LM head (tied, ×$d^{-1/2}$)", "linear", w=3.3, h=h, size=9)
+    _arrow(ax, (xd, yh + h / 2), (xd, yh + 0.45))
+    _text(ax, xd, yh + 0.6, "targets: <X> for inviting <Y> last <Z>", size=9)
+    _text(ax, width / 2, 0.22, "$B$: relative position bias, one learned scalar per head and bucket of $j - i$, "
+          "added to the logits (bidirectional in the encoder, causal in the decoder); no linear map has a bias.",
+          size=7.5, color="0.25")
+    _text(ax, width / 2, height - 0.25, "T5: a pre-norm encoder–decoder with relative position bias", size=12,
+          weight="bold")
+    return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 13. BigBird's block-sparse attention, as it is computed (chapter 09)
+# ---------------------------------------------------------------------------------------------------------
+
+BLOCK_KINDS = {"window": "#5b9bd5", "global": "#e8877a", "random": "#f4c542"}
+
+
+def bigbird_block_layout(n_blocks: int = 8, r: int = 2, seed: int = 0) -> list[list[str | None]]:
+    """The kind of every (query block, key block) pair in BigBird's pattern: "global" for the first and last
+    query blocks (whole rows) and key blocks (whole columns), "window" for key blocks I − 1, I, I + 1 of a
+    middle query block I, "random" for r further key blocks drawn per middle row (seeded), None elsewhere."""
+    import random
+
+    if n_blocks < 5 or not 0 <= r <= n_blocks - 5:
+        raise ValueError(f"need at least 5 blocks and 0 <= r <= n_blocks - 5, got {n_blocks=}, {r=}")
+    rng = random.Random(seed)
+    grid: list[list[str | None]] = []
+    for i in range(n_blocks):
+        if i in (0, n_blocks - 1):
+            grid.append(["global"] * n_blocks)
+            continue
+        row: list[str | None] = [None] * n_blocks
+        row[0] = row[-1] = "global"
+        for j in (i - 1, i, i + 1):
+            row[j] = row[j] or "window"  # blocks 1 and n_b - 2 see a global block in their window
+        free = [j for j in range(n_blocks) if row[j] is None]
+        for j in rng.sample(free, r):
+            row[j] = "random"
+        grid.append(row)
+    return grid
+
+
+def bigbird_blocks(n_blocks: int = 8, r: int = 2, query: int = 3, seed: int = 0) -> Figure:
+    """BigBird as it computes: the sequence cut into ``n_blocks`` blocks of b tokens; for the middle query block
+    ``query``, its 3 window key blocks, the 2 global blocks and its r random blocks are gathered into one
+    contiguous (5 + r)·b × d key tensor, and the scores are one dense b × (5 + r)·b product. Right: the block
+    grid (query blocks × key blocks) coloured by kind, the row of ``query`` outlined."""
+    grid = bigbird_block_layout(n_blocks, r, seed)
+    if not 2 <= query <= n_blocks - 3:  # a window that touches no global block: 5 + r distinct key blocks
+        raise ValueError(f"query must be a block from 2 to {n_blocks - 3}, got {query}")
+    width, height = 10.4, 4.8
+    fig, (ax,) = _canvas(width, height)
+    cell, x0, y_seq = min(0.6, 6.0 / n_blocks), 0.5, 3.55
+    row = grid[query]
+    for j, kind in enumerate(row):
+        ax.add_patch(Rectangle((x0 + j * cell, y_seq), cell, 0.45, facecolor=BLOCK_KINDS[kind] if kind else "white",
+                               edgecolor=INK, linewidth=0.9, zorder=2))
+        _text(ax, x0 + (j + 0.5) * cell, y_seq + 0.225, str(j), size=9)
+    _text(ax, x0 + n_blocks * cell / 2, y_seq + 0.7, f"key blocks $0 \\ldots {n_blocks - 1}$, $b$ tokens each",
+          size=9)
+    order = ([j for j in range(n_blocks) if row[j] == "window"] + [0, n_blocks - 1]
+             + [j for j in range(n_blocks) if row[j] == "random"])
+    gx0, y_g, gcell = 0.9, 1.95, min(0.55, 3.85 / len(order))
+    for slot, j in enumerate(order):
+        ax.add_patch(Rectangle((gx0 + slot * gcell, y_g), gcell, 0.45, facecolor=BLOCK_KINDS[row[j]],
+                               edgecolor=INK, linewidth=0.9, zorder=2))
+        _text(ax, gx0 + (slot + 0.5) * gcell, y_g + 0.225, str(j), size=9)
+        _arrow(ax, (x0 + (j + 0.5) * cell, y_seq), (gx0 + (slot + 0.5) * gcell, y_g + 0.47), color="0.55",
+               lw=0.8, size=7)
+    gright = gx0 + len(order) * gcell
+    _text(ax, gright + 0.15, y_g + 0.225, f"gathered: one contiguous\n$(5 + r)\\,b \\times d$ key tensor ($r = {r}$)",
+          size=8.5, ha="left")
+    _box(ax, 1.3, 0.95, f"query block {query}\n$(b \\times d)$", "focus", w=1.3, h=0.6, size=9)
+    _arrow(ax, (1.95, 0.95), (2.75, 0.95))
+    _box(ax, 4.3, 0.95, "$Q_I K_{\\mathrm{gathered}}^\\top$: one dense\n$b \\times (5 + r)\\,b$ block product",
+         "attention", w=3.0, h=0.6, size=9)
+    _arrow(ax, (gx0 + len(order) * gcell / 2, y_g), (gx0 + len(order) * gcell / 2, 1.25))
+    # the block grid
+    gs, left, bottom = min(0.3, 2.7 / n_blocks), 7.35, 0.95
+    for i, kinds in enumerate(grid):
+        for j, kind in enumerate(kinds):
+            ax.add_patch(Rectangle((left + j * gs, bottom + (n_blocks - 1 - i) * gs), gs, gs,
+                                   facecolor=BLOCK_KINDS[kind] if kind else "white", edgecolor="0.6",
+                                   linewidth=0.6, zorder=2))
+        _text(ax, left - 0.15, bottom + (n_blocks - 0.5 - i) * gs, str(i), size=7.5)
+    for j in range(n_blocks):
+        _text(ax, left + (j + 0.5) * gs, bottom + n_blocks * gs + 0.13, str(j), size=7.5)
+    ax.add_patch(Rectangle((left, bottom + (n_blocks - 1 - query) * gs), n_blocks * gs, gs, fill=False,
+                           edgecolor=ACCENT, linewidth=2.0, zorder=3))
+    _text(ax, left + n_blocks * gs / 2, bottom + n_blocks * gs + 0.38, "key block", size=8.5)
+    _text(ax, left - 0.45, bottom + n_blocks * gs / 2, "query block", size=8.5, rotation=90)
+    for k, kind in enumerate(BLOCK_KINDS):
+        lx = left - 0.2 + 1.0 * k
+        ax.add_patch(Rectangle((lx, 0.35), 0.22, 0.22, facecolor=BLOCK_KINDS[kind], edgecolor=INK, linewidth=0.6))
+        _text(ax, lx + 0.3, 0.46, kind, size=8.5, ha="left")
+    _text(ax, width / 2, height - 0.25, "BigBird: gather whole key blocks, multiply dense blocks", size=12,
+          weight="bold")
     return _finish(fig)

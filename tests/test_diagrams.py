@@ -29,6 +29,9 @@ DIAGRAMS = [
     diagrams.bert_input_embeddings,
     diagrams.bert_pretraining_heads,
     diagrams.simclr_pipeline,
+    diagrams.vae_reparameterization,
+    diagrams.t5_encoder_decoder,
+    diagrams.bigbird_blocks,
 ]
 
 
@@ -282,3 +285,62 @@ def test_simclr_pipeline_has_two_branches_through_one_encoder_and_a_head():
         assert key in labels, key
     assert any(s.startswith("NT-Xent") for s in labels)
     assert any("drop $g$" in s for s in labels)
+
+
+def test_vae_reparameterization_draws_the_noise_outside_and_the_gradient_into_mu_and_sigma():
+    fig = diagrams.vae_reparameterization()
+    labels = labels_of(fig)
+    for key in ["$x$", "encoder", "$\\mu$", "$\\log\\sigma^2$", "$z = \\mu + \\sigma \\odot \\varepsilon$",
+                "$\\varepsilon \\sim \\mathcal{N}(0, I)$", "decoder", "logits", "$\\bar z$",
+                "$\\bar\\mu = \\bar z$", "$\\bar\\sigma = \\bar z \\odot \\varepsilon$", "loss\n(sum)"]:
+        assert key in labels, key
+    assert any(s.startswith("reconstruction") for s in labels) and any("closed form" in s for s in labels)
+    assert any("no gradient flows into" in s for s in labels)
+    assert any("Sampling" in s and "directly" in s for s in labels)
+    red = [p for p in fig.axes[0].patches if type(p).__name__ == "FancyArrowPatch"
+           and p.get_edgecolor() == to_rgba(diagrams.ACCENT)]
+    assert len(red) == 5  # recon → decoder → z → σ, z → μ, and on into the encoder; none ends at ε
+
+
+def test_t5_encoder_decoder_labels():
+    labels = labels_of(diagrams.t5_encoder_decoder())
+    for key in ["Thank you <X> me to your party <Y> week.", "<s> <X> for inviting <Y> last", "final RMSNorm",
+                "RMSNorm → self-attention + $B$", "RMSNorm → causal self-attention + $B$", "RMSNorm → cross-attention",
+                "encoder outputs $E$", "targets: <X> for inviting <Y> last <Z>"]:
+        assert key in labels, key
+    assert labels.count("shared embedding") == 2 and labels.count("RMSNorm → feed-forward") == 2
+    assert labels.count("× N") == 2
+    assert any("every decoder block" in s for s in labels) and any("LM head" in s for s in labels)
+    assert any(s.startswith("$B$: relative position bias") for s in labels)
+
+
+def test_bigbird_block_layout():
+    grid = diagrams.bigbird_block_layout(8, r=2, seed=0)
+    assert grid[0] == ["global"] * 8 and grid[7] == ["global"] * 8
+    for i in range(1, 7):
+        row = grid[i]
+        assert row[0] == row[7] == "global"
+        assert row.count("random") == 2
+        assert all(row[j] in ("window", "global") for j in (i - 1, i, i + 1))
+    assert grid == diagrams.bigbird_block_layout(8, r=2, seed=0)  # seeded
+    assert diagrams.bigbird_block_layout(6, r=0, seed=1)[3].count("random") == 0
+    with pytest.raises(ValueError):
+        diagrams.bigbird_block_layout(8, r=4)
+
+
+def test_bigbird_blocks_gathers_five_plus_r_key_blocks_and_colours_the_grid():
+    fig = diagrams.bigbird_blocks(n_blocks=8, r=2, query=3)
+    labels = labels_of(fig)
+    for key in ["window", "global", "random", "key block", "query block", "query block 3\n$(b \\times d)$"]:
+        assert key in labels, key
+    assert any("gathered" in s and "$(5 + r)\\,b \\times d$" in s for s in labels)
+    assert any("dense" in s and "block product" in s for s in labels)
+    grid = diagrams.bigbird_block_layout(8, r=2, seed=0)
+    colours = {to_rgba(c): kind for kind, c in diagrams.BLOCK_KINDS.items()}
+    cells = [colours.get(p.get_facecolor()) for p in fig.axes[0].patches if type(p).__name__ == "Rectangle"]
+    # the key row (8), the gathered tensor (5 + r = 7), the grid (64), the legend (3)
+    assert cells.count("random") == 2 + 2 + sum(row.count("random") for row in grid) + 1
+    assert cells[8:15] == ["window"] * 3 + ["global"] * 2 + ["random"] * 2
+    assert_legible(diagrams.bigbird_blocks(n_blocks=10, r=3, query=6, seed=2))
+    with pytest.raises(ValueError):
+        diagrams.bigbird_blocks(query=1)
