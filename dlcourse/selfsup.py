@@ -127,28 +127,49 @@ def _batches(n: int, batch: int, steps: int, seed: int):
         yield torch.randint(n, (min(batch, n),), generator=generator), generator
 
 
-def pretrain_rotation(encoder: nn.Module, head: nn.Module, images: torch.Tensor, rotate: Rotate, *,
-                      steps: int, batch: int = 64, lr: float = 1e-3, seed: int = 0, every: int = 25) -> History:
-    """Rotation prediction (Gidaris et al., 2018): each batch of ``batch`` images becomes 4·``batch`` by
-    ``rotate`` (the student's labeller), and ``head(encoder(·))`` learns to tell which of the four rotations
-    it sees. Adam; ``images`` (N, 1, H, W) on the encoder's device. Returns the loss and accuracy history."""
-    params = list(encoder.parameters()) + list(head.parameters())
-    optimizer = torch.optim.Adam(params, lr=lr)
+BatchLoss = Callable[[torch.Tensor, torch.Generator], tuple[torch.Tensor, Callable[[], float] | None]]
+
+
+def _fit(encoder: nn.Module, head: nn.Module, optimizer: torch.optim.Optimizer, n: int, batch_loss: BatchLoss, *,
+         steps: int, batch: int, seed: int, every: int) -> History:
+    """The loop the three trainings share: ``batch_loss(index, generator)`` gives one batch's loss and, where
+    the training has one, a function that measures the batch's accuracy (called only when it is recorded);
+    one optimiser step per batch; the loss (and accuracy) every ``every`` steps and at the last."""
     encoder.train()
     head.train()
     history, start = History(), time.perf_counter()
-    for step, (index, _) in enumerate(_batches(len(images), batch, steps, seed)):
-        rotated, labels = rotate(images[index])
-        logits = head(encoder(rotated))
-        loss = F.cross_entropy(logits, labels.to(logits.device))
+    for step, (index, generator) in enumerate(_batches(n, batch, steps, seed)):
+        loss, accuracy = batch_loss(index, generator)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         if step % every == 0 or step == steps - 1:
             history.steps.append(step)
             history.loss.append(float(loss.detach()))
-            history.accuracy.append(float((logits.argmax(1) == labels.to(logits.device)).float().mean()))
+            if accuracy is not None:
+                history.accuracy.append(accuracy())
     history.seconds = time.perf_counter() - start
+    return history
+
+
+def _parameters(encoder: nn.Module, head: nn.Module) -> list[nn.Parameter]:
+    return list(encoder.parameters()) + list(head.parameters())
+
+
+def pretrain_rotation(encoder: nn.Module, head: nn.Module, images: torch.Tensor, rotate: Rotate, *,
+                      steps: int, batch: int = 64, lr: float = 1e-3, seed: int = 0, every: int = 25) -> History:
+    """Rotation prediction (Gidaris et al., 2018): each batch of ``batch`` images becomes 4·``batch`` by
+    ``rotate`` (the student's labeller), and ``head(encoder(·))`` learns to tell which of the four rotations
+    it sees. Adam; ``images`` (N, 1, H, W) on the encoder's device. Returns the loss and accuracy history."""
+
+    def batch_loss(index: torch.Tensor, _: torch.Generator):
+        rotated, labels = rotate(images[index])
+        logits = head(encoder(rotated))
+        labels = labels.to(logits.device)
+        return F.cross_entropy(logits, labels), lambda: float((logits.argmax(1) == labels).float().mean())
+
+    history = _fit(encoder, head, torch.optim.Adam(_parameters(encoder, head), lr=lr), len(images), batch_loss,
+                   steps=steps, batch=batch, seed=seed, every=every)
     training.record_run("rotation pre-training", steps=steps, seconds=history.seconds, items=steps * 4 * batch,
                         item_name="images", metric_name="rotation accuracy (last batch)", metric=history.accuracy[-1])
     return history
@@ -160,23 +181,14 @@ def pretrain_simclr(encoder: nn.Module, head: nn.Module, images: torch.Tensor, v
     """SimCLR (Chen et al., 2020) at a small scale: two views of every image of a batch (``views``, the
     student's), both through ``head(encoder(·))``, and ``loss_fn(z1, z2, temperature)`` (the student's
     NT-Xent). Adam. Records the loss and how often a view's most similar other view is its partner."""
-    params = list(encoder.parameters()) + list(head.parameters())
-    optimizer = torch.optim.Adam(params, lr=lr)
-    encoder.train()
-    head.train()
-    history, start = History(), time.perf_counter()
-    for step, (index, generator) in enumerate(_batches(len(images), batch, steps, seed)):
+
+    def batch_loss(index: torch.Tensor, generator: torch.Generator):
         first, second = views(images[index], generator)
         z1, z2 = head(encoder(first)), head(encoder(second))
-        loss = loss_fn(z1, z2, temperature)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if step % every == 0 or step == steps - 1:
-            history.steps.append(step)
-            history.loss.append(float(loss.detach()))
-            history.accuracy.append(positive_top1(z1.detach(), z2.detach()))
-    history.seconds = time.perf_counter() - start
+        return loss_fn(z1, z2, temperature), lambda: positive_top1(z1.detach(), z2.detach())
+
+    history = _fit(encoder, head, torch.optim.Adam(_parameters(encoder, head), lr=lr), len(images), batch_loss,
+                   steps=steps, batch=batch, seed=seed, every=every)
     training.record_run("SimCLR pre-training", steps=steps, seconds=history.seconds, items=steps * 2 * batch,
                         item_name="views", metric_name="partner is the nearest view (last batch)",
                         metric=history.accuracy[-1])
@@ -188,25 +200,17 @@ def train_supervised(encoder: nn.Module, head: nn.Module, images: torch.Tensor, 
                      every: int = 25) -> History:
     """The baseline: encoder and a linear head trained from scratch on labelled images only (cross-entropy,
     Adam, random horizontal flips when ``flip``)."""
-    params = list(encoder.parameters()) + list(head.parameters())
-    optimizer = torch.optim.Adam(params, lr=lr, weight_decay=1e-4)
-    encoder.train()
-    head.train()
-    history, start = History(), time.perf_counter()
-    for step, (index, generator) in enumerate(_batches(len(images), batch, steps, seed)):
+
+    def batch_loss(index: torch.Tensor, generator: torch.Generator):
         x, y = images[index], labels[index]
         if flip:
             flipped = (torch.rand(len(index), generator=generator) < 0.5).to(x.device)
             x = torch.where(flipped[:, None, None, None], x.flip(-1), x)
-        logits = head(encoder(x))
-        loss = F.cross_entropy(logits, y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if step % every == 0 or step == steps - 1:
-            history.steps.append(step)
-            history.loss.append(float(loss.detach()))
-    history.seconds = time.perf_counter() - start
+        return F.cross_entropy(head(encoder(x)), y), None
+
+    optimizer = torch.optim.Adam(_parameters(encoder, head), lr=lr, weight_decay=1e-4)
+    history = _fit(encoder, head, optimizer, len(images), batch_loss, steps=steps, batch=batch, seed=seed,
+                   every=every)
     training.record_run(f"from scratch on {len(images):,} labelled images", steps=steps, seconds=history.seconds,
                         items=steps * min(batch, len(images)), item_name="images", metric_name="training loss",
                         metric=history.loss[-1])

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from dlcourse import selfsup
 from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
 
 Views = Callable[..., tuple[torch.Tensor, torch.Tensor]]  # (images, generator, *, scale, jitter) -> two views
@@ -55,9 +56,8 @@ def pair_state(images: torch.Tensor, views: Views, embed: Embed, loss_fn: Loss, 
     others = (similarity / temperature).fill_diagonal_(-math.inf)
     partner = torch.cat([torch.arange(n, 2 * n), torch.arange(n)])
     probability = torch.softmax(others, dim=1)[torch.arange(2 * n), partner]
-    nearest = float((others.argmax(dim=1) == partner).double().mean())
     return PairState(first[:, 0].cpu().numpy(), second[:, 0].cpu().numpy(), similarity.numpy(),
-                     probability.numpy(), nearest, loss, float(temperature))
+                     probability.numpy(), selfsup.positive_top1(z1, z2), loss, float(temperature))
 
 
 def _caption(state: PairState) -> str:
