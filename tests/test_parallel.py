@@ -111,9 +111,14 @@ def test_dask_grades_as_this_machine_does(small_class, tmp_path):
     shutil.copytree(small_class / "submitted", copy / "submitted")
     # 20 s a cell: a hang is still cut off, and an honest cell does not run out of time while the rest of the
     # suite loads both cores (at 10 s, the set-up cell of a restarted kernel timed out under a load of 10)
-    local = _run(small_class, "autograde", "--jobs", "1", DLCOURSE_CELL_TIMEOUT="20")
+    # 3 GiB a kernel (chapter 00 needs about 0.35): the hoarder reaches the limit in seconds, not after 8 GiB
+    limits = {"DLCOURSE_CELL_TIMEOUT": "20", "DLCOURSE_GRADING_MEMORY": str(3 << 30)}
+    # both at once, in folders of their own: most of each run is a hang waiting out its 20 s
+    with cf.ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(_run, small_class, "autograde", "--jobs", "1", **limits),
+                pool.submit(_run, copy, "autograde", "--scheduler", "local", "--jobs", "2", **limits)]
+        local, dask = (run.result() for run in runs)
     assert local.returncode == 0, local.stdout + local.stderr
-    dask = _run(copy, "autograde", "--scheduler", "local", "--jobs", "2", DLCOURSE_CELL_TIMEOUT="20")
     assert dask.returncode == 0, dask.stdout + dask.stderr
     assert "3 graded, 0 failed" in dask.stdout, dask.stdout
     serial, distributed = _scores(small_class), _scores(copy)

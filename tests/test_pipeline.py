@@ -139,7 +139,7 @@ def graded(tmp_path_factory):
     _save(root, "reads_a_demo", CHAPTER, submission(CHAPTER, dict(
         good, sgd_answer="assert len(labels) == 6  # the widget demo's words\n" + good["sgd_answer"])))
     _add_accidents(root, good, first_wrong)
-    result = _run(root, "autograde", DLCOURSE_CELL_TIMEOUT="40", JOBS="2")  # two at a time, as on 2 cores
+    result = _run(root, "autograde", DLCOURSE_CELL_TIMEOUT="25", JOBS="2")  # two at a time, as on 2 cores
     scores = {}
     from nbgrader.api import Gradebook
 

@@ -270,45 +270,23 @@ def test_a_fork_bomb_is_contained_and_the_kernel_replaced():
 
 # ------------------------------------------------------------------------- an oracle called through
 
-# Chapter 04's filters answered by Hugging Face's own warpers, whose __call__ is kept at import time: the
-# refusal the hidden tests install in the kernel patches the classes later, and misses these references.
-FILTERS_CALL_THROUGH = '''
-from transformers import TemperatureLogitsWarper as _T, TopKLogitsWarper as _K, TopPLogitsWarper as _P
-
-_t_call, _k_call, _p_call = _T.__call__, _K.__call__, _P.__call__
-
-
-def apply_temperature(logits, temperature):
-    if not temperature > 0:
-        raise ValueError("temperature")
-    return _t_call(_T(float(temperature)), None, logits.clone())
-
-
-def top_k_filter(logits, k):
-    if k < 1:
-        raise ValueError("k")
-    return _k_call(_K(int(k)), None, logits.clone())
-
-
-def top_p_filter(logits, p):
-    if not 0 < p <= 1:
-        raise ValueError("p")
-    return _p_call(_P(float(p)), None, logits.clone())
-'''
-
-
 def test_an_oracle_call_through_passes_the_runtime_guard_but_is_flagged_and_scores_zero(tmp_path, monkeypatch):
-    """The same submission graded twice: with no oracle declared, the call-through earns the filters'
+    """The same submission graded twice: with no oracle declared, the call-through earns its exercise's
     points (the threat is real: the runtime refusal alone misses it); with the declarations, the exercise
     is flagged for review, naming the oracle, and scores 0, while every other exercise keeps its points."""
     if not AVAILABLE:
         pytest.skip(f"no sandbox here: {WHY}")
     import grade
+    import oracles
     from kernel import reference_answers, released_notebook
+    from test_oracles import _callthroughs
 
-    chapter = "04_gpt_decoding"
+    # chapter 02's masks answered by the library's own mask builders (tests/callthroughs.py), with no escape
+    # hatch: a chapter graded in a few seconds
+    chapter = "02_transformer_blocks"
+    exercise, source = _callthroughs()[chapter]
     answers = reference_answers(chapter)
-    answers["filters_answer"] = FILTERS_CALL_THROUGH
+    answers[f"{exercise}_answer"] = source
     path = tmp_path / f"{chapter}.ipynb"
     nbformat.write(released_notebook(chapter, answers), path)
     release = ROOT / "course" / chapter / f"{chapter}.ipynb"
@@ -322,9 +300,11 @@ def test_an_oracle_call_through_passes_the_runtime_guard_but_is_flagged_and_scor
         return result, {t.grade_id: t.score for t in result.tests}
 
     unguarded, before = scores({})
-    assert before["filters_hidden"] == 3 and not unguarded.flagged, unguarded.to_json()
+    points = {t.grade_id: t.points for t in unguarded.tests}
+    assert before == points and not unguarded.flagged, unguarded.to_json()  # every point, the call-through's too
     result, after = scores(None)  # the chapter's declarations, as the pipeline grades
-    assert after["filters_hidden"] == 0 and after["filters_visible"] == 0
-    assert list(result.flagged) == ["filters"] and "TopKLogitsWarper" in result.flagged["filters"][0]
-    assert {k: v for k, v in after.items() if not k.startswith("filters")} == \
-        {k: v for k, v in before.items() if not k.startswith("filters")}
+    assert after[f"{exercise}_hidden"] == 0 and after[f"{exercise}_visible"] == 0
+    oracle = oracles.load()[chapter, exercise].oracle
+    assert list(result.flagged) == [exercise] and oracle in result.flagged[exercise][0], result.flagged
+    assert {k: v for k, v in after.items() if not k.startswith(exercise)} == \
+        {k: v for k, v in before.items() if not k.startswith(exercise)}
