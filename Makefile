@@ -11,13 +11,14 @@ export HF_DATASETS_OFFLINE := 1
 STAMP  := $(VENV)/.installed
 CH     ?=
 UNSAFE ?=
+HIDDEN ?=
 PIPELINE := $(PY) autograder/pipeline.py
 # Jupyter refuses to run as root without --allow-root (containers, some lab machines); ARGS go to jupyter lab.
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 ARGS   ?=
 
 
-.PHONY: instructor-only help setup lab formgrader validate test test-fast check lint release autograde feedback grades bundle bench checkpoints clean-grading html
+.PHONY: instructor-only help setup lab formgrader validate test test-fast check lint release autograde feedback grades bundle gradescope bench checkpoints clean-grading html
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -93,6 +94,11 @@ grades: instructor-only setup ## export grades to autograder/grades.csv and revi
 
 bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (no solutions, no hidden tests)
 	$(PIPELINE) bundle
+
+gradescope: instructor-only ## dist/gradescope/<CH>.zip, Gradescope's autograder for a chapter (CH=07_gan; HIDDEN=after_published, after_due_date, visible or hidden: when students see the hidden tests' results)
+	@test -x $(PY) || { echo "run 'make setup' first"; exit 1; }
+	@test -n "$(CH)" || { echo "say which chapter: make gradescope CH=07_gan"; exit 2; }
+	$(PY) autograder/gradescope.py build --chapter $(CH) $(if $(HIDDEN),--hidden $(HIDDEN))
 
 html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy
 	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast)

@@ -10,6 +10,13 @@ cgroup namespaces, with a scrubbed environment, as an unprivileged user id. Limi
 cgroup memory, process count (cgroup), open files, file size, CPU time. Killing the sandbox's first
 process ends every process in it.
 
+Where namespaces cannot be had but the grader is root (Gradescope runs its autograder as root in a Docker
+container that refuses them), ``Sandbox(user=UID)`` runs the kernel as that unprivileged user instead
+(``setpriv``: real and effective ids switched, supplementary groups cleared, no new privileges, killed with
+its parent), with the same limits and a scrubbed environment: it then sees the machine's file system with
+that user's permissions, so what it must not read has to sit in folders only root may enter (the Gradescope
+package puts the grader and the source notebook in mode-0700 folders). It has no PID or network namespace.
+
 Usage::
 
     python autograder/sandbox.py check     # exit 0 when the sandbox can be had here, and what it enforces
@@ -148,6 +155,27 @@ def bwrap_available() -> tuple[bool, str]:
     return True, "bubblewrap namespaces work"
 
 
+NOBODY = 65534  # the unprivileged user (and group) id the kernel runs as without namespaces
+
+
+def user_switch_available(uid: int = NOBODY) -> tuple[bool, str]:
+    """Whether a kernel can be run here as the unprivileged ``uid`` (:class:`Sandbox` ``user=``), and if not, why."""
+    if os.geteuid() != 0:
+        return False, "the grader is not root, so it cannot run the kernel as another user"
+    if shutil.which("setpriv") is None:
+        return False, "setpriv (util-linux) is not installed"
+    probe = Sandbox(user=uid).switch_user() + [
+        sys.executable, "-c", f"import os, sys; sys.exit(0 if os.getuid() == os.geteuid() == {uid} and "
+                              f"os.getgid() == {uid} and not set(os.getgroups()) - {{{uid}}} else 3)"]
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return False, f"setpriv failed to start: {err}"
+    if done.returncode != 0:
+        return False, f"setpriv could not switch to uid {uid} ({(done.stderr or '').strip()[:200] or done.returncode})"
+    return True, f"the kernel can run as uid {uid} (setpriv)"
+
+
 def _python_roots() -> list[Path]:
     """The Python installation and the virtual environment the kernel runs from."""
     roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.prefix)}
@@ -159,10 +187,33 @@ def _python_roots() -> list[Path]:
 class Sandbox:
     """Builds the command line that runs a program inside the sandbox."""
 
-    def __init__(self, limits: Limits | None = None, unsafe: bool = False) -> None:
+    def __init__(self, limits: Limits | None = None, unsafe: bool = False, user: int | None = None) -> None:
+        """``unsafe``: no isolation at all; ``user``: no namespaces, the kernel runs as that unprivileged uid
+        (and gid) on the machine's own file system (:func:`user_switch_available`); else bubblewrap."""
         self.limits = limits or Limits()
         self.unsafe = unsafe
+        self.user = None if unsafe else user
         self.cgroup = CGroup(self.limits)
+
+    @property
+    def shared_filesystem(self) -> bool:
+        """The kernel sees this machine's file system (unsafe or user mode): its home, temporary and working
+        folders are then made in the exchange folder."""
+        return self.unsafe or self.user is not None
+
+    def switch_user(self) -> list[str]:
+        """The words that run the rest of a command line as :attr:`user` (empty without one)."""
+        if self.user is None:
+            return []
+        return ["setpriv", f"--reuid={self.user}", f"--regid={self.user}", "--clear-groups", "--no-new-privs",
+                "--pdeathsig", "KILL", "--"]
+
+    def hand_over(self, *paths: Path) -> None:
+        """Give ``paths`` (the kernel's own folders in the exchange folder, its connection file) to :attr:`user`,
+        so that the kernel can use them; nothing to do in the other modes."""
+        if self.user is not None:
+            for path in paths:
+                os.chown(path, self.user, self.user)
 
     def environment(self, exchange: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The kernel's whole environment: nothing of the grader's is passed on."""
@@ -179,7 +230,7 @@ class Sandbox:
         for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "DLCOURSE_DEVICE", "CUDA_VISIBLE_DEVICES"):
             if key in os.environ:
                 env[key] = os.environ[key]
-        if self.unsafe:
+        if self.shared_filesystem:
             env["HOME"] = str(exchange / "home")
             env["TMPDIR"] = str(exchange / "tmp")
             for k in ("MPLCONFIGDIR", "XDG_CACHE_HOME", "IPYTHONDIR", "HF_HOME"):
@@ -195,8 +246,8 @@ class Sandbox:
         if "memory" not in self.cgroup.limited:
             rlimits.append(f"--as={lim.memory_bytes * 2}")  # virtual memory is larger than resident; a backstop
         rlimits.append("--")
-        if self.unsafe:
-            return self.cgroup.enter_command() + rlimits + argv
+        if self.shared_filesystem:
+            return self.cgroup.enter_command() + rlimits + self.switch_user() + argv
         cmd = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
                "--hostname", "grading", "--die-with-parent", "--new-session"]  # env: Popen passes only ours
         for d in ("/usr", "/etc", "/opt"):
@@ -235,7 +286,8 @@ class Sandbox:
         enforced += [f"{what} (cgroup)" for what in sorted(self.cgroup.limited)]
         if "memory" not in self.cgroup.limited:
             enforced.append("address space (rlimit)")
-        mode = "NOT sandboxed (--unsafe)" if self.unsafe else "bubblewrap sandbox"
+        mode = ("NOT sandboxed (--unsafe)" if self.unsafe else "bubblewrap sandbox" if self.user is None
+                else f"no namespaces: the kernel runs as uid {self.user} (setpriv)")
         return f"{mode}; limits: {', '.join(enforced)}"
 
 

@@ -155,19 +155,24 @@ class GradingKernel:
         started it ends (bubblewrap's ``--die-with-parent``).
         """
         self.sandbox.start()
+        # Without a mount namespace the kernel gets folders of its own here; as another user (user mode) it owns
+        # only those (its sockets go in "ipc"), never the exchange folder, where the grader makes its own sockets.
+        own = ("home", "tmp", "work") if self.sandbox.shared_filesystem else ()
+        own += ("ipc",) if self.sandbox.user is not None else ()
+        for d in own:
+            (self.exchange / d).mkdir(exist_ok=True)
         conn = self.exchange / f"kernel-{uuid.uuid4().hex[:8]}.json"
-        write_connection_file(str(conn), transport="ipc", ip=str(self.exchange / "k"))
+        ipc = self.exchange / "ipc" if self.sandbox.user is not None else self.exchange
+        write_connection_file(str(conn), transport="ipc", ip=str(ipc / "k"))
+        self.sandbox.hand_over(conn, *(self.exchange / d for d in own))
         argv = [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", str(conn),
                 "--HistoryManager.enabled=False"]
         cmd = self.sandbox.command(argv, self.exchange, workdir="/tmp/work")
         env = self.sandbox.environment(self.exchange, self.extra_env)
-        if self.sandbox.unsafe:
-            for d in ("home", "tmp", "work"):
-                (self.exchange / d).mkdir(exist_ok=True)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                          start_new_session=True,
-                                         cwd=str(self.exchange / "work") if self.sandbox.unsafe else "/")
+                                         cwd=str(self.exchange / "work") if self.sandbox.shared_filesystem else "/")
         self.client = BlockingKernelClient(connection_file=str(conn))
         self.client.load_connection_file()
         self.client.start_channels()
