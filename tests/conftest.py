@@ -1,4 +1,5 @@
-"""Shared fixtures: the chapters, and one kernel per chapter that has run its solution notebook."""
+"""Shared fixtures: the chapters, and per chapter a sandboxed kernel that ran its solution notebook as the grader runs
+it (every cell, or only the cells grading runs)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "autograder"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kernel import Kernel, code_cells  # noqa: E402
 
 # Every chapter; DLCOURSE_TEST_CHAPTERS="00_welcome 03_bert_mlm" narrows a run to some (keep 00: the pipeline
 # tests grade a class on it).
@@ -25,22 +25,12 @@ def solution_notebook(chapter: str) -> Path:
     return path
 
 
-class ChapterSession:
-    """A kernel that executed every code cell of a chapter's solution notebook, in order."""
-
-    def __init__(self, chapter: str) -> None:
-        self.chapter = chapter
-        self.path = solution_notebook(chapter)
-        self.cells = code_cells(self.path)
-        self.kernel = Kernel(self.path.parent)
-        self.runs = [self.kernel.run(cell.source) for cell in self.cells]
-
-
 class TrustedSession:
     """A chapter's solution notebook as the grader runs it: cells in a sandboxed kernel, tests in this process.
 
     Every code cell runs (``skip`` False), or only those grading runs: the cells the release does not mark as
-    ones nothing graded needs (autograder/needs.py; ``skip`` True, the grader's default).
+    ones nothing graded needs (autograder/needs.py; ``skip`` True, the grader's default). ``runs`` holds
+    (cell, what the kernel reported) for each cell the kernel ran, in order: its errors and its stderr.
     """
 
     def __init__(self, chapter: str, skip: bool = False) -> None:
@@ -54,16 +44,20 @@ class TrustedSession:
         self.skipped = needs.skippable(source) if skip else set()
         cells = [c for i, c in enumerate(source.cells) if c.cell_type == "code" and i not in self.skipped]
         ok, _ = sandbox.bwrap_available()
-        self.kernel = GradingKernel(sandbox.Sandbox(unsafe=not ok), env={"OMP_NUM_THREADS": "1"})
+        # warnings shown as a student's kernel shows them (the set-up cell sends them to stdout)
+        self.kernel = GradingKernel(sandbox.Sandbox(unsafe=not ok), env={"OMP_NUM_THREADS": "1",
+                                                                         "PYTHONWARNINGS": "default"})
         self.kernel.start()
         self.prelude = prelude_of(cells)
         self.tests: dict[str, str] = {}
+        self.runs: list[tuple[nbformat.NotebookNode, object]] = []
         for cell in cells:
             meta = cell.metadata.get("nbgrader", {})
             if meta.get("grade") and not meta.get("solution"):
                 self.tests[meta["grade_id"]] = cell.source
             else:
                 run = self.kernel.run_cell(cell.source, 600, keep=False)
+                self.runs.append((cell, run))
                 assert run.status == "ok", f"{chapter}: cell {meta.get('grade_id')} failed: {run.error}"
 
     def test(self, grade_id: str):
@@ -83,12 +77,6 @@ def _cached(factory):
     yield get
     for session in made.values():
         session.kernel.close()
-
-
-@pytest.fixture(scope="session")
-def chapter_session():
-    """``chapter_session(name)`` → the (cached) executed session of that chapter."""
-    yield from _cached(ChapterSession)
 
 
 @pytest.fixture(scope="session")

@@ -56,9 +56,13 @@ def mutant_cases():
 
 
 @pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(c)) for c in CHAPTERS])
-def test_solution_runs_top_to_bottom_without_errors_or_stderr(chapter_session, chapter):
-    session = chapter_session(chapter)
-    for cell, run in zip(session.cells, session.runs, strict=True):
+def test_solution_runs_top_to_bottom_without_errors_or_stderr(trusted_session, chapter):
+    """Every code cell, in order, in the kernel of the chapter's trusted session (the tests that use it run the
+    test cells, in the grader: test_reference_answers_pass_every_test_in_the_grader last). The same notebook in
+    a student's kernel, test cells included, is run by tests/test_browser.py."""
+    session = trusted_session(chapter)
+    assert len(session.runs) + len(session.tests) == len(code_cells(solution_notebook(chapter)))
+    for cell, run in session.runs:
         where = grade_id(cell) or cell.source.splitlines()[0]
         assert run.ok, f"{chapter}: cell {where!r} raised {run.error}"
         assert not run.stderr.strip(), f"{chapter}: cell {where!r} wrote to stderr:\n{run.stderr}"

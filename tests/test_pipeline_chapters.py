@@ -1,6 +1,10 @@
-"""Every chapter through the instructor's pipeline: the reference answers earn every point (graded with one
-thread and again with two) and the untouched release earns none, graded in the sandbox exactly as a class
-would be, and exported to the grades table.
+"""Every chapter through the instructor's pipeline: the reference answers earn every point and the untouched
+release earns none, graded in the sandbox exactly as a class would be, and exported to the grades table.
+
+The reference answers are graded with two threads in the kernel and the grader: float32 results round
+differently with another thread count, and a tolerance must hold for both. The one-thread case is every
+chapter's grading session (tests/test_notebooks.py: test_reference_answers_pass_every_test_in_the_grader)
+and the chapter-00 classes of tests/test_pipeline.py and tests/test_semester.py.
 
 Its own xdist group, so one test worker grades these while the other grades the chapter-00 class of
 tests/test_pipeline.py."""
@@ -18,56 +22,36 @@ pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("pipeline_chapters")
 
 @pytest.fixture(scope="module")
 def graded_chapters(tmp_path_factory):
-    """Each chapter's reference answers ("full_marks") and untouched release ("blank"), autograded once;
-    yields (root, autograde output, {(student, chapter): {grade id: (score, max score)}})."""
+    """Each chapter's reference answers ("full_marks": one at a time, two threads) and untouched release
+    ("blank": two at a time, one thread each), autograded once; yields (root, the two autograde outputs,
+    {(student, chapter): {grade id: (score, max score)}})."""
     root = tmp_path_factory.mktemp("grading_chapters")
     for chapter in CHAPTERS:
         _save(root, "full_marks", chapter, submission(chapter, answers_from_solution(chapter)))
+    full = _run(root, "autograde", timeout=2400, JOBS="1", OMP_NUM_THREADS="2", MKL_NUM_THREADS="2")
+    for chapter in CHAPTERS:
         _save(root, "blank", chapter, submission(chapter))
-    result = _run(root, "autograde", timeout=2400, JOBS="2")
+    blank = _run(root, "autograde", "--student", "blank", timeout=2400, JOBS="2")
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         scores = {(student, chapter): gradebook_scores(gb, student, chapter)
                   for student in ("full_marks", "blank") for chapter in CHAPTERS}
-    yield root, result, scores
-
-
-@pytest.fixture(scope="module")
-def graded_with_two_threads(tmp_path_factory):
-    """The reference answers of every chapter graded again, one at a time with two threads in the kernel
-    and the grader (the fixture above gives each job one): float32 results round differently with another
-    thread count, and a tolerance must hold for both. Yields {chapter: {grade id: (score, max score)}}."""
-    root = tmp_path_factory.mktemp("grading_two_threads")
-    for chapter in CHAPTERS:
-        _save(root, "full_marks", chapter, submission(chapter, answers_from_solution(chapter)))
-    result = _run(root, "autograde", timeout=2400, JOBS="1", OMP_NUM_THREADS="2", MKL_NUM_THREADS="2")
-    assert result.returncode == 0, result.stdout + result.stderr
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        yield {chapter: gradebook_scores(gb, "full_marks", chapter) for chapter in CHAPTERS}
+    yield root, (full, blank), scores
 
 
 def test_every_submission_is_graded(graded_chapters):
-    _, result, _ = graded_chapters
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out
-    assert f"{2 * len(CHAPTERS)} graded, 0 failed" in out, out
+    _, results, _ = graded_chapters
+    for result in results:
+        out = result.stdout + result.stderr
+        assert result.returncode == 0, out
+        assert f"{len(CHAPTERS)} graded, 0 failed" in out, out
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_solution_gets_full_marks(graded_chapters, chapter):
+def test_solution_gets_full_marks_with_two_threads(graded_chapters, chapter):
     _, _, scores = graded_chapters
     got = scores["full_marks", chapter]
-    lost = {k: v for k, v in got.items() if v[0] != v[1]}
-    assert got and not lost, f"{chapter}: points lost by the reference answers: {lost}"
-
-
-@pytest.mark.xdist_group("two_threads")  # its own group (xdist joins both names): the other worker grades it meanwhile
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_solution_gets_full_marks_with_two_threads(graded_with_two_threads, chapter):
-    got = graded_with_two_threads[chapter]
     lost = {k: v for k, v in got.items() if v[0] != v[1]}
     assert got and not lost, f"{chapter}: points lost by the reference answers with two threads: {lost}"
 
