@@ -383,8 +383,7 @@ def sync_gradebook(names: Iterable[str] | None = None) -> list[str]:
     # unchanged ones are recorded again as they are). Fewer: one at a time, each stamped when recorded, so
     # that a run stopped half-way keeps what it recorded.
     if len(changed) >= 3:
-        every = chapters()
-        batches = [list(zip(every, (_fingerprint(ch) for ch in every), strict=True))]
+        batches = [[(ch, fingerprints.get(ch) or _fingerprint(ch)) for ch in chapters()]]
     else:
         batches = [[item] for item in changed]
     for batch in batches:
