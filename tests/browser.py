@@ -319,11 +319,11 @@ class NotebookPage:
         when the view's run button is pressed (``dlcourse-on-demand``) is changed first, and the time is taken
         from the press of that button."""
         self.settle()
-        info = self.views()[view]
+        info = self.page.evaluate(f"window.__dlcourse.describe(window.__dlcourse.views()[{view}])")
         name = info["controls"][control]
         el = self._control(view, control)
         el.scroll_into_view_if_needed()
-        if self.is_on_demand(view, control):
+        if el.evaluate("window.__dlcourse.onDemand"):
             if not self._act(el, lambda: None):
                 return Change(view, info["title"], name, None, "nothing to change")
             self.page.wait_for_timeout(300)  # the new value reaches the kernel
@@ -350,12 +350,12 @@ class NotebookPage:
         """Whether the control acts only when its view's run button is pressed."""
         return self._control(view, control).evaluate("window.__dlcourse.onDemand")
 
-    def settle(self, quiet_ms: int = 250) -> None:
-        """Wait until the kernel is idle and has stayed idle for ``quiet_ms`` (a redraw a control started
-        has reached the page), so the next change is timed alone."""
-        for _ in range(2):
-            self.page.wait_for_function("window.__dlcourse.kernelIdle()", timeout=120_000, polling=50)
-            self.page.wait_for_timeout(quiet_ms)
+    def settle(self, quiet_ms: int = 150) -> None:
+        """Wait until the kernel is idle, and idle again ``quiet_ms`` later (a redraw a control started has
+        reached the page), so the next change is timed alone."""
+        self.page.wait_for_function("window.__dlcourse.kernelIdle()", timeout=120_000, polling=50)
+        self.page.wait_for_timeout(quiet_ms)
+        self.page.wait_for_function("window.__dlcourse.kernelIdle()", timeout=120_000, polling=50)
 
     def exercise(self, shots: Path | None = None, timeout_s: float = 60) -> list[Change]:
         """Change every enabled control of every view and then change it back (screenshots of each view before
