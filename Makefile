@@ -18,7 +18,7 @@ AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 ARGS   ?=
 
 
-.PHONY: instructor-only help setup lab formgrader validate test test-fast check lint release autograde feedback grades bundle gradescope bench checkpoints clean-grading html
+.PHONY: instructor-only help setup lab lecture formgrader validate test test-fast check lint release autograde feedback grades bundle gradescope bench checkpoints clean-grading html
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -38,6 +38,8 @@ setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader exten
 	@# (about 2 s in every process that imports nbformat: each grader, nbgrader command and Jupyter server) and only
 	@# checks the "iri" string format, which nothing here validates. jsonschema skips that check without it.
 	@$(PY) -m pip uninstall --quiet --yes rfc3987-syntax >/dev/null 2>&1 || true
+	@if [ -f autograder/offline.py ]; then $(PY) autograder/offline.py fetch || \
+	  echo "make html will need CDN=1 (its pages will load their scripts from the internet)"; fi
 	@if [ -f autograder/sandbox.py ]; then $(PY) autograder/sandbox.py check || true; fi
 	@echo "setup complete: run 'make test' to check everything, 'make lab' to start"
 
@@ -58,6 +60,14 @@ $(STAMP): requirements.txt pyproject.toml
 lab: setup ## JupyterLab on course/ with the course kernel (ARGS="--port=8899 --no-browser" to jupyter lab)
 	@$(if $(AS_ROOT),echo "WARNING: running as root: JupyterLab is started with --allow-root; its kernels can change anything on this machine")
 	$(BIN)/jupyter lab --notebook-dir=course $(AS_ROOT) \
+	  --ServerApp.jpserver_extensions='{"nbgrader.server_extensions.formgrader": False}' $(ARGS)
+
+lecture: instructor-only setup ## teach a chapter: JupyterLab on lecture/CH/, a copy of the chapter with every answer and slide metadata, never written back into solutions/ (CH=04_gpt_decoding; PROJECTOR=1.6 enlarges figures and widgets)
+	@test -n "$(CH)" || { echo "say which chapter: make lecture CH=04_gpt_decoding"; exit 2; }
+	@$(PY) autograder/lecture.py prepare --chapter $(CH)
+	@$(if $(AS_ROOT),echo "WARNING: running as root: JupyterLab is started with --allow-root; its kernels can change anything on this machine")
+	DLCOURSE_PRESENTATION=$(PROJECTOR) $(BIN)/jupyter lab --ServerApp.root_dir=lecture/$(CH) \
+	  --ServerApp.default_url=/lab/tree/$(CH).ipynb $(AS_ROOT) \
 	  --ServerApp.jpserver_extensions='{"nbgrader.server_extensions.formgrader": False}' $(ARGS)
 
 formgrader: instructor-only setup ## nbgrader's formgrader (manual grading, the gradebook) in JupyterLab started in autograder/
@@ -104,8 +114,8 @@ gradescope: instructor-only ## dist/gradescope/<CH>.zip, Gradescope's autograder
 	@test -n "$(CH)" || { echo "say which chapter: make gradescope CH=07_gan"; exit 2; }
 	$(PY) autograder/gradescope.py build --chapter $(CH) $(if $(HIDDEN),--hidden $(HIDDEN))
 
-html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy
-	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast)
+html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy; the pages work offline (CDN=1: scripts from the internet)
+	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast) $(if $(CDN),--cdn) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
 
 bench: instructor-only setup ## benchmarks; results go to bench/results/ (widgets in a browser: bench/browser.py; grading a class: bench/grading.py, long; against plain nbgrader: bench/versus.py)
 	$(PY) bench/run.py

@@ -8,7 +8,12 @@ Two copies come out of one execution of each chapter's source notebook:
   with the outputs the executed source produced for the same cells. It shows what a student sees after
   *Run All* with correct answers, and gives nothing away.
 
-    python autograder/render.py [--chapter 04_gpt_decoding] [--fast] [--out build/html]
+The pages work offline: the scripts that draw the widgets from their saved state and typeset the maths are
+copied into ``<out>/static/`` (fetched once by ``make setup``, see ``autograder/offline.py``) and loaded from
+there; ``--cdn`` writes pages that load them from public CDNs instead. Each cell has a time limit
+(``--cell-timeout``): a cell that runs past it is named, that chapter is not written, and the others are.
+
+    python autograder/render.py [--chapter 04_gpt_decoding] [--fast] [--out build/html] [--cdn]
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import offline  # autograder/offline.py, beside this script
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -29,17 +35,40 @@ SOLUTIONS, COURSE = ROOT / "solutions", ROOT / "course"
 KERNEL = "dlcourse"
 
 
-def execute(chapter: str, fast: bool, timeout: float = 1800) -> tuple[nbformat.NotebookNode, float]:
-    """Run the chapter's source notebook top to bottom in its folder; the executed notebook and seconds."""
+STATIC = "static"  # beside students/ and instructor/: the scripts the pages load
+CELL_TIMEOUT = 1200.0  # seconds; the longest full-mode cell (a training demo) takes a few minutes
+
+
+class RenderError(RuntimeError):
+    """A chapter could not be executed; the message names the cell."""
+
+
+def execute(chapter: str, fast: bool, timeout: float = CELL_TIMEOUT) -> tuple[nbformat.NotebookNode, float]:
+    """Run the chapter's source notebook top to bottom in its folder; the executed notebook and seconds.
+    RenderError naming the cell when one runs past ``timeout`` seconds or fails."""
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     (source,) = sorted((SOLUTIONS / chapter).glob("*.ipynb"))
     nb = nbformat.read(source, as_version=4)
     os.environ["DLCOURSE_FAST"] = "1" if fast else "0"  # the kernel inherits this process's environment
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name=KERNEL, store_widget_state=True,
-                   resources={"metadata": {"path": str(source.parent)}}).execute()
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name=KERNEL, store_widget_state=True,
+                       resources={"metadata": {"path": str(source.parent)}}).execute()
+    except (CellTimeoutError, CellExecutionError, DeadKernelError) as err:
+        what = f"ran past {timeout:g} s" if isinstance(err, CellTimeoutError) else f"failed: {str(err)[-600:]}"
+        raise RenderError(f"{chapter}: {_stopped_at(nb)} {what}") from None
     return nb, time.perf_counter() - start
+
+
+def _stopped_at(nb: nbformat.NotebookNode) -> str:
+    """The first code cell that did not finish (no execution count), as "code cell N ('its first line')"."""
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    for number, cell in enumerate(code, 1):
+        if cell.get("execution_count") is None or any(o.get("output_type") == "error" for o in cell.outputs):
+            return f"code cell {number} of {len(code)} ({cell.source.strip().splitlines()[0][:70]!r})"
+    return "a cell"
 
 
 def student_copy(executed: nbformat.NotebookNode, chapter: str) -> nbformat.NotebookNode:
@@ -56,21 +85,42 @@ def student_copy(executed: nbformat.NotebookNode, chapter: str) -> nbformat.Note
     return student
 
 
-def to_html(nb: nbformat.NotebookNode) -> str:
+def to_html(nb: nbformat.NotebookNode, scripts: str | None = None) -> str:
+    """The page of ``nb``: with ``scripts`` (a URL relative to the page, where :mod:`offline` copied the
+    scripts) it loads nothing from the internet; without, the scripts come from nbconvert's CDNs."""
     from nbconvert import HTMLExporter
 
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    if scripts is None:
+        exporter = HTMLExporter(template_name="lab")
+    else:
+        exporter = HTMLExporter(template_name="offline", extra_template_basedirs=[str(HERE / "templates" / "html")],
+                                require_js_url=f"{scripts}/{offline.REQUIRE_JS}",
+                                widget_renderer_url=f"{scripts}/{offline.WIDGETS_JS}",
+                                mathjax_url=f"{scripts}/{offline.MATHJAX_JS}")
+    body, _ = exporter.from_notebook_node(nb)
     return body
 
 
-def render(chapters: list[str], out: Path, fast: bool) -> list[tuple[str, float]]:
-    """Write both copies of each chapter and an index per copy; returns (chapter, seconds executed)."""
-    done = []
+def render(chapters: list[str], out: Path, fast: bool, cdn: bool = False,
+           cell_timeout: float = CELL_TIMEOUT) -> list[tuple[str, float]]:
+    """Write both copies of each chapter and an index per copy; returns (chapter, seconds executed). A chapter
+    whose execution stops is left out (its error printed) and the others are written; RenderError at the end
+    names every chapter left out."""
+    scripts = None
+    if not cdn:
+        offline.install(out / STATIC)  # before hours of execution: missing scripts stop it here
+        scripts = f"../{STATIC}"
+    done, failed = [], []
     for chapter in chapters:
-        executed, seconds = execute(chapter, fast)
+        try:
+            executed, seconds = execute(chapter, fast, cell_timeout)
+        except RenderError as err:
+            print(f"NOT rendered: {err}", file=sys.stderr, flush=True)
+            failed.append(str(err))
+            continue
         for who, nb in (("instructor", executed), ("students", student_copy(executed, chapter))):
             (out / who).mkdir(parents=True, exist_ok=True)
-            (out / who / f"{chapter}.html").write_text(to_html(nb), encoding="utf-8")
+            (out / who / f"{chapter}.html").write_text(to_html(nb, scripts), encoding="utf-8")
         done.append((chapter, seconds))
         print(f"rendered {chapter} ({'FAST' if fast else 'full'} mode, executed in {seconds:.0f} s)", flush=True)
     mode = "FAST mode" if fast else "full mode"
@@ -80,6 +130,8 @@ def render(chapters: list[str], out: Path, fast: bool) -> list[tuple[str, float]
         (out / who / "index.html").write_text(
             f"<!doctype html><meta charset='utf-8'><title>Deep Learning from Scratch ({who})</title>\n"
             f"<h1>Deep Learning from Scratch — {who}' copy, {mode}</h1>\n<ul>\n{rows}\n</ul>\n", encoding="utf-8")
+    if failed:
+        raise RenderError("not rendered:\n" + "\n".join(failed))
     return done
 
 
@@ -88,13 +140,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chapter", help="one chapter (default: all)")
     parser.add_argument("--fast", action="store_true", help="FAST mode (a minute per chapter) instead of full")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "html")
+    parser.add_argument("--cdn", action="store_true", help="pages that load their scripts from public CDNs")
+    parser.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT, help="seconds a cell may run")
     args = parser.parse_args(argv)
     chapters = sorted(p.name for p in SOLUTIONS.iterdir()
                       if p.is_dir() and (not args.chapter or p.name == args.chapter))
     if not chapters:
         print(f"no chapter {args.chapter!r} under solutions/", file=sys.stderr)
         return 2
-    render(chapters, args.out, args.fast)
+    try:
+        render(chapters, args.out, args.fast, cdn=args.cdn, cell_timeout=args.cell_timeout)
+    except (RenderError, offline.OfflineError) as err:
+        print(err, file=sys.stderr)
+        return 1
     print(f"open {args.out / 'students' / 'index.html'} (or instructor/index.html)")
     return 0
 

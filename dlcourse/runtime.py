@@ -5,7 +5,8 @@ FAST mode shrinks every training budget so that a whole notebook runs in seconds
 * ``DLCOURSE_FAST`` is set to a true value (``1``, ``true``, ``yes``, ``on``) — the test suite sets it;
 * nbgrader is executing the notebook (it sets ``NBGRADER_EXECUTION`` while autograding or validating).
 
-``DLCOURSE_FAST=0`` forces full mode even under nbgrader.
+``DLCOURSE_FAST=0`` forces full mode even under nbgrader. ``DLCOURSE_PRESENTATION=1.6`` scales every
+figure and widget for a projector (:mod:`dlcourse.presentation`).
 
 A demo whose full training would not fit a chapter's time budget ships its trained checkpoint in ``data/``
 and, in full mode, loads it unless asked to retrain (:func:`retraining`): a ``RETRAIN = True`` switch in the
@@ -25,6 +26,8 @@ from typing import TypeVar
 
 import numpy as np
 import torch
+
+from dlcourse import presentation as _presentation
 
 T = TypeVar("T")
 
@@ -205,10 +208,19 @@ def setup_notebook(seed: int = 0, device: str | None = None, quiet: bool = False
     warnings.showwarning = _warning_to_stdout
     seed_everything(seed)
     dev = get_device(device)
+    projector = _presentation.from_environment()
+    if projector is not None:
+        _presentation.scale(projector)
     if not quiet:
         mode = "FAST" if is_fast() else "full"
-        print(f"device: {dev} | mode: {mode} | seed: {seed} | torch {torch.__version__}")
+        shown = f" | projector scale {projector:g}" if projector is not None else ""
+        print(f"device: {dev} | mode: {mode} | seed: {seed} | torch {torch.__version__}{shown}")
     return dev
+
+
+def presentation(scale: float = _presentation.DEFAULT) -> float:
+    """Projector scale for figures and widgets (see :mod:`dlcourse.presentation`); returns the factor."""
+    return _presentation.scale(scale)
 
 
 def environment_report() -> dict[str, str]:

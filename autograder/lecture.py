@@ -1,0 +1,105 @@
+"""``make lecture``: a chapter opened for teaching, in a lecture copy that is never written back into
+``solutions/``.
+
+``lecture/<chapter>/`` holds a copy of the chapter's source folder (every answer filled in, the model
+answers) with slide metadata, so the notebook also opens as a slideshow: a markdown cell that starts a
+section (``#`` or ``##``) begins a slide, a ``###`` heading a sub-slide, and the hidden-test cells are left
+out of the slides. JupyterLab saves the lecturer's runs and edits into the copy; ``solutions/`` stays clean.
+
+Preparing again never loses what a lecturer did: a copy nobody changed is refreshed when the chapter
+changed; an edited copy is kept as it is, or, when the chapter changed too, saved beside the new copy under
+a name with the time in it.
+
+    python autograder/lecture.py prepare --chapter 04_gpt_decoding [--root lecture]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SOLUTIONS = ROOT / "solutions"
+LECTURE = ROOT / "lecture"
+RECORD = ".lecture.json"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def slide_type(cell: nbformat.NotebookNode) -> str:
+    """The cell's place in the slideshow: "slide", "subslide", "skip" or "-" (on the slide before)."""
+    gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+    if cell.cell_type == "code" and gid.endswith("_hidden"):
+        return "skip"
+    if cell.cell_type == "markdown":
+        first = cell.source.lstrip().split("\n", 1)[0]
+        if first.startswith(("# ", "## ")):
+            return "slide"
+        if first.startswith("### "):
+            return "subslide"
+    return "-"
+
+
+def with_slides(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` with every cell's slide type set (see :func:`slide_type`); the first cell always opens a slide."""
+    for i, cell in enumerate(nb.cells):
+        cell.metadata["slideshow"] = {"slide_type": "slide" if i == 0 else slide_type(cell)}
+    return nb
+
+
+def prepare(chapter: str, root: Path = LECTURE, solutions: Path = SOLUTIONS) -> tuple[Path, str]:
+    """Make or refresh ``root/chapter``; returns the lecture notebook and what was done, in a sentence."""
+    source_dir = solutions / chapter
+    sources = sorted(source_dir.glob("*.ipynb")) if source_dir.is_dir() else []
+    if len(sources) != 1:
+        known = ", ".join(sorted(p.name for p in solutions.iterdir() if p.is_dir()))
+        raise SystemExit(f"no chapter {chapter!r} under {solutions} (chapters: {known})")
+    (source,) = sources
+    target_dir = root / chapter
+    target = target_dir / source.name
+    record_path = target_dir / RECORD
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    source_now = _digest(source)
+    said = ""
+    existed = target.is_file()
+    if existed:
+        edited = _digest(target) != record.get("copy")
+        changed = source_now != record.get("source")
+        if not changed:
+            return target, ("your lecture copy, with your runs and edits, is kept" if edited
+                            else "the lecture copy is up to date")
+        if edited:
+            kept = target.with_name(f"{target.stem}.{time.strftime('%Y%m%d-%H%M%S')}.ipynb")
+            shutil.copy2(target, kept)
+            said = f"; your edited copy is saved as {kept.name}"
+    shutil.copytree(source_dir, target_dir, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    nbformat.write(with_slides(nbformat.read(source, as_version=4)), target)
+    record_path.write_text(json.dumps({"source": source_now, "copy": _digest(target)}, indent=1) + "\n")
+    return target, ("the lecture copy was refreshed from the chapter, which changed" + said if existed
+                    else "a lecture copy was made")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["prepare"])
+    parser.add_argument("--chapter", required=True)
+    parser.add_argument("--root", type=Path, default=LECTURE)
+    args = parser.parse_args(argv)
+    target, said = prepare(args.chapter, args.root)
+    print(f"{target.relative_to(args.root.parent) if args.root.parent in target.parents else target}: {said}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
