@@ -117,9 +117,10 @@ gradescope: instructor-only ## dist/gradescope/<CH>.zip, Gradescope's autograder
 html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy; the pages work offline (CDN=1: scripts from the internet)
 	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast) $(if $(CDN),--cdn) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
 
-bench: instructor-only setup ## benchmarks; results go to bench/results/ (widgets in a browser: bench/browser.py; grading a class: bench/grading.py, long; against plain nbgrader: bench/versus.py)
+bench: instructor-only setup ## benchmarks; results go to bench/results/ (widgets in a browser: bench/browser.py; how soon a lecture's widgets answer after Run All: bench/lecture.py; grading a class: bench/grading.py, long; against plain nbgrader: bench/versus.py)
 	$(PY) bench/run.py
 	$(PY) bench/browser.py
+	$(PY) bench/lecture.py
 	$(PY) bench/grading.py
 	$(PY) bench/versus.py
 

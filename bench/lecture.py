@@ -1,0 +1,121 @@
+"""How soon a lecturer can use the widgets: Run All on a chapter's lecture copy (``make lecture``), in
+JupyterLab in headless Chromium, full mode unless ``--fast``.
+
+Run All queues every cell; a widget drawn early still cannot answer until the kernel has worked through the
+cells queued before the control's message. So "usable" is measured, not inferred: as soon as the first view
+with a control appears, its first control is moved and the time until its new picture is on screen is taken
+(``first_usable_s``, from the Run All). ``last_usable_s`` is when every cell has run (the kernel is free and
+every view drawn). The lecture-mode targets are 15 s and 60 s.
+
+    .venv/bin/python bench/lecture.py [CHAPTER ...] [--fast] [--projector 1.6]
+
+Results: bench/results/lecture.json; naming chapters measures those again and keeps the others' results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "autograder")]
+
+import lecture  # noqa: E402
+from browser import Lab, NotebookPage, launch, unavailable  # noqa: E402
+
+OUT = ROOT / "bench" / "results" / "lecture.json"
+TARGETS_S = {"first_usable_s": 15.0, "last_usable_s": 60.0}
+
+
+def chapters() -> list[str]:
+    return sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+
+
+def _all_ran(page: NotebookPage) -> bool:
+    return page.page.evaluate("""() => { const cells = window.__dlcourse.cellStates();
+        return cells.every(c => c.state === 'idle') &&
+               (cells.every(c => c.count !== null) || cells.some(c => c.errors.length > 0)); }""")
+
+
+def measure_one(browser, lab: Lab, chapter: str, timeout_s: float = 1800) -> dict:
+    page = NotebookPage(browser, lab, f"{chapter}/{chapter}.ipynb", viewport=(1920, 1080))
+    try:
+        start = time.monotonic()
+        page.page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        first_view = first_usable = None
+        moved = ""
+        while time.monotonic() - start < timeout_s:
+            if first_view is None:
+                for v, view in enumerate(page.views()):
+                    usable = [c for c in range(len(view["controls"])) if not page.is_on_demand(v, c)]
+                    drawn = page.page.evaluate(f"!window.__dlcourse.blank(window.__dlcourse.views()[{v}])")
+                    if usable and drawn:  # (a first picture arriving is not taken for an answer to the move)
+                        first_view = time.monotonic() - start
+                        el = page._control(v, usable[0])
+                        el.scroll_into_view_if_needed()
+                        moved = f"{view['title'] or 'view'} · {view['controls'][usable[0]]}"
+                        page._act(el, lambda v=v: page._arm(v))
+                        page.page.wait_for_function("window.__dlcourse.state.t1 !== null",
+                                                    timeout=(timeout_s - (time.monotonic() - start)) * 1000)
+                        first_usable = time.monotonic() - start
+                        break
+            if _all_ran(page):
+                break
+            page.page.wait_for_timeout(200)
+        done = time.monotonic() - start
+        cells = page.page.evaluate("window.__dlcourse.cellStates()")
+        errors = [f"cell {c['index']}: {e}" for c in cells for e in c["errors"]]
+        return {"first_view_s": None if first_view is None else round(first_view, 1),
+                "first_usable_s": None if first_usable is None else round(first_usable, 1),
+                "control_moved": moved, "last_usable_s": round(done, 1), "views": len(page.views()),
+                "errors": errors}
+    finally:
+        page.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("chapters", nargs="*")
+    parser.add_argument("--fast", action="store_true", help="FAST mode (the lecture numbers are full mode)")
+    parser.add_argument("--projector", default="", help="DLCOURSE_PRESENTATION for the kernels (e.g. 1.6)")
+    args = parser.parse_args(argv)
+    reason = unavailable()
+    if reason:
+        print(f"lecture timings skipped: {reason}")
+        return 0
+    from playwright.sync_api import sync_playwright
+
+    measured = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "lecture"
+        for chapter in args.chapters or chapters():
+            lecture.prepare(chapter, root)
+        env = {"DLCOURSE_FAST": "1" if args.fast else "0", "DLCOURSE_PRESENTATION": args.projector}
+        with Lab(root, env=env) as lab, sync_playwright() as p:
+            browser = launch(p)
+            for chapter in args.chapters or chapters():
+                measured[chapter] = result = measure_one(browser, lab, chapter)
+                lab.shut_down_kernels(f"{chapter}/{chapter}.ipynb")
+                print(chapter, json.dumps(result), flush=True)
+            browser.close()
+    mode = "FAST" if args.fast else "full"
+    old = json.loads(OUT.read_text()) if OUT.exists() else {}
+    runs = old.get(mode, {}).get("chapters", {}) if args.chapters else {}
+    old[mode] = {"machine": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"), "targets_s": TARGETS_S,
+                 "projector": args.projector or None, "measured_now": sorted(measured),
+                 "chapters": dict(sorted({**runs, **measured}.items()))}
+    OUT.write_text(json.dumps(old, indent=1, ensure_ascii=False) + "\n")
+    for chapter, r in sorted(old[mode]["chapters"].items()):
+        late = [k for k, limit in TARGETS_S.items() if r.get(k) is None or r[k] > limit]
+        print(f"{chapter:28} first usable {r['first_usable_s']} s, last {r['last_usable_s']} s"
+              + (f"  OVER: {', '.join(late)}" if late else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
