@@ -36,12 +36,6 @@ def chapters() -> list[str]:
     return sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 
 
-def _all_ran(page: NotebookPage) -> bool:
-    return page.page.evaluate("""() => { const cells = window.__dlcourse.cellStates();
-        return cells.every(c => c.state === 'idle') &&
-               (cells.every(c => c.count !== null) || cells.some(c => c.errors.length > 0)); }""")
-
-
 def measure_one(browser, lab: Lab, chapter: str, timeout_s: float = 1800) -> dict:
     page = NotebookPage(browser, lab, f"{chapter}/{chapter}.ipynb", viewport=(1920, 1080))
     try:
@@ -64,7 +58,7 @@ def measure_one(browser, lab: Lab, chapter: str, timeout_s: float = 1800) -> dic
                                                     timeout=(timeout_s - (time.monotonic() - start)) * 1000)
                         first_usable = time.monotonic() - start
                         break
-            if _all_ran(page):
+            if page.all_ran():
                 break
             page.page.wait_for_timeout(200)
         done = time.monotonic() - start

@@ -35,10 +35,12 @@ current = 1.0
 def from_environment() -> float | None:
     """The factor ``DLCOURSE_PRESENTATION`` asks for: None when unset or off, :data:`DEFAULT` for a bare
     true value (``1``, ``on``...), else the number given. ValueError for anything else."""
+    from dlcourse.runtime import _FALSE, _TRUE  # (runtime imports this module: read them at call time)
+
     raw = os.environ.get(ENV, "").strip().lower()
-    if raw in {"", "0", "off", "no", "false"}:
+    if raw in _FALSE | {""}:
         return None
-    if raw in {"1", "on", "yes", "true"}:
+    if raw in _TRUE:
         return DEFAULT
     try:
         return float(raw)
@@ -49,7 +51,7 @@ def from_environment() -> float | None:
 def widget_css(factor: float) -> str:
     """A style element that scales ipywidgets' sizes (and the course's HTML widget content) by ``factor``."""
     sizes = "; ".join(f"{name}: {round(px * factor)}px" for name, px in _WIDGET_SIZES.items())
-    font = round(13 * factor)
+    font = round(_WIDGET_SIZES["--jp-widgets-font-size"] * factor)
     return (f"<style>:root, .jp-Notebook {{ {sizes}; }}\n"
             f".jp-OutputArea .widget-html-content, .jp-OutputArea .widget-label, .jp-OutputArea .widget-readout "
             f"{{ font-size: {font}px; line-height: 1.3; }}</style>")

@@ -275,12 +275,16 @@ class NotebookPage:
         rest)."""
         start = time.monotonic()
         self.page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        self.page.wait_for_function(
-            """() => { const cells = window.__dlcourse.cellStates();
-                       return cells.every(c => c.state === 'idle') &&
-                              (cells.every(c => c.count !== null) || cells.some(c => c.errors.length > 0)); }""",
-            timeout=timeout_s * 1000, polling=250)
+        self.page.wait_for_function(self.ALL_RAN_JS, timeout=timeout_s * 1000, polling=250)
         return RunReport(time.monotonic() - start, self.page.evaluate("window.__dlcourse.cellStates()"))
+
+    ALL_RAN_JS = """() => { const cells = window.__dlcourse.cellStates();
+        return cells.every(c => c.state === 'idle') &&
+               (cells.every(c => c.count !== null) || cells.some(c => c.errors.length > 0)); }"""
+
+    def all_ran(self) -> bool:
+        """Whether every code cell is idle and has run (or a cell failed and stopped the rest)."""
+        return self.page.evaluate(self.ALL_RAN_JS)
 
     WIDGET_ERRORS_JS = """() => Array.from(document.querySelectorAll(
         '.jp-Notebook .jupyter-widgets-error-widget, .jp-Notebook .jp-OutputArea-output'))
