@@ -108,3 +108,33 @@ def save_json(name: str, payload: dict, metrics: dict[str, float], source: str) 
 def load_json(name: str) -> dict:
     """A verified bundled JSON file (see :func:`save_json`)."""
     return json.loads(bundled(name).read_text())
+
+
+class Transcript:
+    """What a chapter's demos printed, kept per demo, with the lines a full-mode run printed beside them.
+
+    FAST mode trains for a fraction of the steps, so its numbers cannot back sentences written about a
+    full-mode run. Each demo prints its result through :meth:`show`; the lines are kept in :attr:`lines`,
+    which ``make checkpoints`` ships (e.g. inside a chapter's shipped JSON), and in FAST mode the recorded
+    full-mode lines of the same demo are printed under the fresh ones, so the text's numbers are on screen.
+    """
+
+    def __init__(self, recorded: dict[str, list[str]] | None = None, *, fast: bool | None = None) -> None:
+        from dlcourse import runtime  # runtime is below data in the package; imported where used
+
+        self.recorded = dict(recorded or {})
+        self.fast = runtime.is_fast() if fast is None else fast
+        self.lines: dict[str, list[str]] = {}
+
+    def show(self, key: str, lines: list[str]) -> None:
+        """Print ``lines``, keep them under ``key`` and, in FAST mode, print the recorded full-mode ones."""
+        self.lines[key] = [str(line) for line in lines]
+        print("\n".join(self.lines[key]))
+        if not self.fast:
+            return
+        recorded = self.recorded.get(key)
+        if recorded:
+            print("The recorded full-mode run (make checkpoints) printed:")
+            print("\n".join("    " + line for line in recorded))
+        else:
+            print("(no recorded full-mode run of this demo is shipped: run the notebook in full mode to see it)")

@@ -196,6 +196,30 @@ def test_json_payloads_are_saved_with_their_metrics_and_verified(tmp_path, monke
         data.load_json("runs")
 
 
+def test_a_transcript_prints_the_recorded_full_mode_lines_only_in_fast_mode(capsys):
+    recorded = {"race": ["Adam: 97.3 %"]}
+    fast = data.Transcript(recorded, fast=True)
+    fast.show("race", ["Adam: 61.0 %"])
+    fast.show("search", ["grid: 0.9"])
+    out = capsys.readouterr().out
+    assert out.index("Adam: 61.0 %") < out.index("printed:") < out.index("    Adam: 97.3 %")
+    assert "no recorded full-mode run" in out.split("grid: 0.9")[1]
+    assert fast.lines == {"race": ["Adam: 61.0 %"], "search": ["grid: 0.9"]}
+    full = data.Transcript(recorded, fast=False)
+    full.show("race", ["Adam: 97.4 %"])
+    assert capsys.readouterr().out == "Adam: 97.4 %\n"
+    assert full.lines == {"race": ["Adam: 97.4 %"]}
+
+
+def test_chapter_10s_text_quotes_the_full_mode_lines_it_ships():
+    """The closing section's numbers are ones the shipped full-mode transcript printed."""
+    recorded = data.load_json("10_schedule_runs")["recorded"]
+    assert set(recorded) == {"race", "retuned", "warm-up", "early stopping", "search"}
+    printed = "\n".join(line for lines in recorded.values() for line in lines)
+    for number in ("0.713", "0.339", "1.401", "0.134", "93.8%", "96.9%", "0.114", "0.123", "39.0%", "93.3%"):
+        assert number in printed, number
+
+
 def test_assert_close_compares_dicts_key_by_key():
     checks.assert_close({"step": 2, "m": torch.ones(2)}, {"step": 2, "m": torch.ones(2)})
     with pytest.raises(checks.CheckFailure, match=r"\['m'\]"):
