@@ -62,11 +62,11 @@ lab: setup ## JupyterLab on course/ with the course kernel (ARGS="--port=8899 --
 	$(BIN)/jupyter lab --notebook-dir=course $(AS_ROOT) \
 	  --ServerApp.jpserver_extensions='{"nbgrader.server_extensions.formgrader": False}' $(ARGS)
 
-lecture: instructor-only setup ## teach a chapter: JupyterLab on lecture/CH/, a copy of the chapter with every answer and slide metadata, never written back into solutions/ (CH=04_gpt_decoding; PROJECTOR=1.6 enlarges figures and widgets)
+lecture: instructor-only setup ## teach a chapter: JupyterLab on lecture/CH/, a copy of the chapter with every answer and slide metadata, never written back into solutions/; lecture mode: shipped results, a long demo runs when its RUN_LIVE switch is on (CH=04_gpt_decoding; PROJECTOR=1.6 enlarges figures and widgets)
 	@test -n "$(CH)" || { echo "say which chapter: make lecture CH=04_gpt_decoding"; exit 2; }
 	@$(PY) autograder/lecture.py prepare --chapter $(CH)
 	@$(if $(AS_ROOT),echo "WARNING: running as root: JupyterLab is started with --allow-root; its kernels can change anything on this machine")
-	DLCOURSE_PRESENTATION=$(PROJECTOR) $(BIN)/jupyter lab --ServerApp.root_dir=lecture/$(CH) \
+	DLCOURSE_LECTURE=1 DLCOURSE_PRESENTATION=$(PROJECTOR) $(BIN)/jupyter lab --ServerApp.root_dir=lecture/$(CH) \
 	  --ServerApp.default_url=/lab/tree/$(CH).ipynb $(AS_ROOT) \
 	  --ServerApp.jpserver_extensions='{"nbgrader.server_extensions.formgrader": False}' $(ARGS)
 

@@ -3,8 +3,8 @@
 
 ``lecture/<chapter>/`` holds a copy of the chapter's source folder (every answer filled in, the model
 answers) with slide metadata, so the notebook also opens as a slideshow: a markdown cell that starts a
-section (``#`` or ``##``) begins a slide, a ``###`` heading a sub-slide, and the hidden-test cells are left
-out of the slides. JupyterLab saves the lecturer's runs and edits into the copy; ``solutions/`` stays clean.
+section (``#`` or ``##``) begins a slide, a ``###`` heading a sub-slide. The hidden-test cells are left out
+of the copy. ``make lecture`` opens it in lecture mode (``DLCOURSE_LECTURE=1``, see ``runtime.lecture``). JupyterLab saves the lecturer's runs and edits into the copy; ``solutions/`` stays clean.
 
 Preparing again never loses what a lecturer did: a copy nobody changed is refreshed when the chapter
 changed; an edited copy is kept as it is, or, when the chapter changed too, saved beside the new copy under
@@ -38,8 +38,7 @@ def _digest(path: Path) -> str:
 
 def slide_type(cell: nbformat.NotebookNode) -> str:
     """The cell's place in the slideshow: "slide", "subslide", "skip" or "-" (on the slide before)."""
-    gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-    if cell.cell_type == "code" and gid.endswith("_hidden"):
+    if is_hidden_test(cell):
         return "skip"
     if cell.cell_type == "markdown":
         first = cell.source.lstrip().split("\n", 1)[0]
@@ -50,11 +49,27 @@ def slide_type(cell: nbformat.NotebookNode) -> str:
     return "-"
 
 
+def is_hidden_test(cell: nbformat.NotebookNode) -> bool:
+    """A hidden-test cell: grading machinery, run by the grader, never shown in class."""
+    return cell.cell_type == "code" and cell.get("metadata", {}).get("nbgrader", {}).get(
+        "grade_id", "").endswith("_hidden")
+
+
 def with_slides(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """``nb`` with every cell's slide type set (see :func:`slide_type`); the first cell always opens a slide."""
     for i, cell in enumerate(nb.cells):
         cell.metadata["slideshow"] = {"slide_type": "slide" if i == 0 else slide_type(cell)}
     return nb
+
+
+def lecture_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The lecture copy of a chapter: every answer in, slide metadata set, the hidden-test cells left out.
+
+    Nothing later in a chapter uses what a hidden test defines (the student release, which has none, runs
+    the same cells), and leaving them out spares a lecture's Run All one to two seconds per exercise.
+    """
+    nb.cells = [cell for cell in nb.cells if not is_hidden_test(cell)]
+    return with_slides(nb)
 
 
 def prepare(chapter: str, root: Path = LECTURE, solutions: Path = SOLUTIONS) -> tuple[Path, str]:
@@ -84,7 +99,7 @@ def prepare(chapter: str, root: Path = LECTURE, solutions: Path = SOLUTIONS) -> 
             said = f"; your edited copy is saved as {kept.name}"
     shutil.copytree(source_dir, target_dir, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    nbformat.write(with_slides(nbformat.read(source, as_version=4)), target)
+    nbformat.write(lecture_notebook(nbformat.read(source, as_version=4)), target)
     record_path.write_text(json.dumps({"source": source_now, "copy": _digest(target)}, indent=1) + "\n")
     return target, ("the lecture copy was refreshed from the chapter, which changed" + said if existed
                     else "a lecture copy was made")

@@ -126,6 +126,15 @@ class Transcript:
         self.fast = runtime.is_fast() if fast is None else fast
         self.lines: dict[str, list[str]] = {}
 
+    def replay(self, key: str) -> None:
+        """Print the recorded full-mode lines of a demo that did not run here (lecture mode, its switch off)."""
+        recorded = self.recorded.get(key)
+        if recorded:
+            print("Not run here (RUN_LIVE = False); the recorded full-mode run (make checkpoints) printed:")
+            print("\n".join("    " + line for line in recorded))
+        else:
+            print("Not run here (RUN_LIVE = False), and no recorded full-mode run of this demo is shipped.")
+
     def show(self, key: str, lines: list[str]) -> None:
         """Print ``lines``, keep them under ``key`` and, in FAST mode, print the recorded full-mode ones."""
         self.lines[key] = [str(line) for line in lines]

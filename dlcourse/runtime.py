@@ -36,13 +36,28 @@ _FALSE = {"0", "false", "no", "off"}
 
 
 def is_fast() -> bool:
-    """Return True when notebooks should use their small (FAST) budgets."""
+    """Return True when notebooks should use their small (FAST) budgets: ``DLCOURSE_FAST`` when it says,
+    otherwise in lecture mode (:func:`lecture`) and under nbgrader."""
     flag = os.environ.get("DLCOURSE_FAST", "").strip().lower()
     if flag in _TRUE:
         return True
     if flag in _FALSE:
         return False
-    return bool(os.environ.get("NBGRADER_EXECUTION"))
+    return lecture() or bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+def lecture() -> bool:
+    """True in a lecture copy (``make lecture`` sets ``DLCOURSE_LECTURE``): every widget should answer within
+    seconds of Run All, so FAST budgets apply, shipped results stand in for training, and a long demo runs only
+    when its cell's switch is on (:func:`live`)."""
+    return os.environ.get("DLCOURSE_LECTURE", "").strip().lower() in _TRUE
+
+
+def live(switch: bool = False) -> bool:
+    """Whether a long demo (a training run, a benchmark, a sweep) runs here: always, except in lecture mode,
+    where it runs only when the cell's own switch (``RUN_LIVE = True``) is on and otherwise shows the result
+    recorded by ``make checkpoints``."""
+    return bool(switch) or not lecture()
 
 
 def budget(full: T, fast: T) -> T:
@@ -63,7 +78,10 @@ def retraining(switch: bool = False) -> bool:
 
 def trains(switch: bool = False) -> bool:
     """Whether a demo's training cell runs: always in FAST mode (a few seconds), in full mode only when
-    :func:`retraining`; otherwise the shipped checkpoint stands in for the run."""
+    :func:`retraining`; otherwise the shipped checkpoint stands in for the run. In lecture mode only when the
+    cell's switch is on (:func:`live`)."""
+    if lecture():
+        return bool(switch)
     return is_fast() or retraining(switch)
 
 

@@ -31,10 +31,11 @@ def test_the_copy_has_the_answers_and_slides_and_solutions_stay_untouched(tmp_pa
     kinds = [c.metadata["slideshow"]["slide_type"] for c in copy.cells]
     assert kinds[0] == "slide" and kinds.count("slide") >= 4 and set(kinds) <= {"slide", "subslide", "skip", "-"}
     for cell, kind in zip(copy.cells, kinds, strict=True):
-        if cell.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_hidden"):
-            assert kind == "skip"
-        elif cell.cell_type == "markdown" and cell.source.startswith("## "):
+        assert not lecture.is_hidden_test(cell), "hidden tests are grading machinery, not lecture material"
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
             assert kind == "slide"
+    hidden = [c for c in nbformat.read(source, as_version=4).cells if lecture.is_hidden_test(c)]
+    assert hidden and len(copy.cells) == len(nbformat.read(source, as_version=4).cells) - len(hidden)
     unknown = subprocess.run([sys.executable, str(ROOT / "autograder" / "lecture.py"), "prepare", "--chapter",
                               "99_nothing", "--root", str(tmp_path / "lecture")], capture_output=True, text=True)
     assert unknown.returncode != 0 and CHAPTER in unknown.stderr

@@ -16,10 +16,12 @@ from dlcourse import assets, data, runtime, training, widgets
     ({"NBGRADER_EXECUTION": "autograde"}, True),
     ({"NBGRADER_EXECUTION": "autograde", "DLCOURSE_FAST": "0"}, False),
     ({"DLCOURSE_FAST": "yes"}, True),
+    ({"DLCOURSE_LECTURE": "1"}, True),  # a lecture copy runs FAST budgets...
+    ({"DLCOURSE_LECTURE": "1", "DLCOURSE_FAST": "0"}, False),  # ...unless told otherwise
 ])
 def test_fast_switch(monkeypatch, env, expected):
-    monkeypatch.delenv("DLCOURSE_FAST", raising=False)
-    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    for name in ("DLCOURSE_FAST", "NBGRADER_EXECUTION", "DLCOURSE_LECTURE"):
+        monkeypatch.delenv(name, raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert runtime.is_fast() is expected
@@ -34,15 +36,32 @@ def test_fast_switch(monkeypatch, env, expected):
     ({"DLCOURSE_SAVE_CHECKPOINTS": "1"}, False, True, True, False),  # make checkpoints
     ({"DLCOURSE_FAST": "1"}, False, False, True, True),  # FAST mode trains for seconds, then loads
     ({"DLCOURSE_FAST": "1", "DLCOURSE_RETRAIN": "1"}, False, True, True, True),  # still only seconds of training
+    ({"DLCOURSE_LECTURE": "1"}, False, False, False, True),  # a lecture trains nothing: the shipped result
+    ({"DLCOURSE_LECTURE": "1"}, True, True, True, True),  # unless the cell's switch asks for it live
 ])
 def test_retrain_switch(monkeypatch, env, switch, retrains, trains, loads):
-    for name in ("DLCOURSE_FAST", "NBGRADER_EXECUTION", "DLCOURSE_RETRAIN", "DLCOURSE_SAVE_CHECKPOINTS"):
+    for name in ("DLCOURSE_FAST", "NBGRADER_EXECUTION", "DLCOURSE_RETRAIN", "DLCOURSE_SAVE_CHECKPOINTS",
+                 "DLCOURSE_LECTURE"):
         monkeypatch.delenv(name, raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert runtime.retraining(switch) is retrains
     assert runtime.trains(switch) is trains
     assert runtime.loads_shipped(switch) is loads
+
+
+@pytest.mark.parametrize(("env", "switch", "runs"), [
+    ({}, False, True),  # outside a lecture every demo runs
+    ({"DLCOURSE_FAST": "1"}, False, True),
+    ({"DLCOURSE_LECTURE": "1"}, False, False),  # a lecture shows the recorded result...
+    ({"DLCOURSE_LECTURE": "1"}, True, True),  # ...or runs it when the cell's switch is on
+    ({"DLCOURSE_LECTURE": "0"}, False, True),
+])
+def test_live_switch(monkeypatch, env, switch, runs):
+    monkeypatch.delenv("DLCOURSE_LECTURE", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert runtime.live(switch) is runs
 
 
 def test_device_choice(monkeypatch):
