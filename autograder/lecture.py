@@ -4,7 +4,8 @@
 ``lecture/<chapter>/`` holds a copy of the chapter's source folder (every answer filled in, the model
 answers) with slide metadata, so the notebook also opens as a slideshow: a markdown cell that starts a
 section (``#`` or ``##``) begins a slide, a ``###`` heading a sub-slide. The hidden-test cells are left out
-of the copy. ``make lecture`` opens it in lecture mode (``DLCOURSE_LECTURE=1``, see ``runtime.lecture``). JupyterLab saves the lecturer's runs and edits into the copy; ``solutions/`` stays clean.
+of the copy. ``make lecture`` opens it in lecture mode (``DLCOURSE_LECTURE=1``, see ``runtime.lecture``).
+JupyterLab saves the lecturer's runs and edits into the copy; ``solutions/`` stays clean.
 
 Preparing again never loses what a lecturer did: a copy nobody changed is refreshed when the chapter
 changed; an edited copy is kept as it is, or, when the chapter changed too, saved beside the new copy under
