@@ -135,10 +135,14 @@ class Transcript:
         else:
             print("Not run here (RUN_LIVE = False), and no recorded full-mode run of this demo is shipped.")
 
-    def show(self, key: str, lines: list[str]) -> None:
-        """Print ``lines``, keep them under ``key`` and, in FAST mode, print the recorded full-mode ones."""
+    def keep(self, key: str, lines: list[str]) -> None:
+        """Print ``lines`` and keep them under ``key``: a demo that runs the same in FAST and full mode."""
         self.lines[key] = [str(line) for line in lines]
         print("\n".join(self.lines[key]))
+
+    def show(self, key: str, lines: list[str]) -> None:
+        """Print ``lines``, keep them under ``key`` and, in FAST mode, print the recorded full-mode ones."""
+        self.keep(key, lines)
         if not self.fast:
             return
         recorded = self.recorded.get(key)

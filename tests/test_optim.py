@@ -209,12 +209,19 @@ def test_a_transcript_prints_the_recorded_full_mode_lines_only_in_fast_mode(caps
     full.show("race", ["Adam: 97.4 %"])
     assert capsys.readouterr().out == "Adam: 97.4 %\n"
     assert full.lines == {"race": ["Adam: 97.4 %"]}
+    same = data.Transcript(recorded, fast=True)
+    same.keep("race", ["Adam: 97.4 %"])  # a demo that runs the same in both modes
+    same.replay("race")  # lecture mode: the demo did not run
+    same.replay("search")
+    out = capsys.readouterr().out
+    assert out.count("Adam: 97.4 %") == 1 and "Not run here" in out and "    Adam: 97.3 %" in out
+    assert "no recorded full-mode run" in out.split("Adam: 97.3 %")[1]
 
 
 def test_chapter_10s_text_quotes_the_full_mode_lines_it_ships():
     """The closing section's numbers are ones the shipped full-mode transcript printed."""
     recorded = data.load_json("10_schedule_runs")["recorded"]
-    assert set(recorded) == {"race", "retuned", "warm-up", "early stopping", "search"}
+    assert set(recorded) == {"sweep", "race", "range", "retuned", "warm-up", "early stopping", "search"}
     printed = "\n".join(line for lines in recorded.values() for line in lines)
     for number in ("0.713", "0.339", "1.401", "0.134", "93.8%", "96.9%", "0.114", "0.123", "39.0%", "93.3%"):
         assert number in printed, number
