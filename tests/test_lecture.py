@@ -10,7 +10,8 @@ import sys
 
 import lecture  # autograder/ is on sys.path (conftest)
 import nbformat
-from conftest import ROOT
+import pytest
+from conftest import CHAPTERS, ROOT
 
 CHAPTER = "00_welcome"
 
@@ -69,3 +70,32 @@ def test_preparing_again_never_loses_a_lecturers_edits(tmp_path):
     nbformat.write(chapter, source)
     said = lecture.prepare(CHAPTER, root, solutions)[1]
     assert "refreshed" in said and "saved as" not in said and len(list(copy.parent.glob(f"{CHAPTER}.*.ipynb"))) == 1
+
+
+@pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(f"lecture-{c}")) for c in CHAPTERS])
+def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp_path, monkeypatch, chapter):
+    """make lecture's copy, run top to bottom as a lecturer's Run All runs it (DLCOURSE_LECTURE=1): no error, nothing
+    on stderr, and each demo behind a RUN_LIVE switch shows its recorded result instead of running (FAST and full
+    mode, which run those demos, are covered by test_notebooks and make checkpoints)."""
+    from nbclient import NotebookClient
+
+    for name in ("DLCOURSE_FAST", "NBGRADER_EXECUTION", "DLCOURSE_RETRAIN", "DLCOURSE_SAVE_CHECKPOINTS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DLCOURSE_LECTURE", "1")  # the kernel inherits this process's environment
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # correctness is checked here; one thread spares the other worker
+    copy, _ = lecture.prepare(chapter, tmp_path / "lecture")
+    nb = nbformat.read(copy, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="dlcourse",
+                   resources={"metadata": {"path": str(copy.parent)}}).execute()
+    printed, switched = [], 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for out in cell.outputs:
+            assert out.get("name") != "stderr", f"{chapter}: {cell.source.splitlines()[0]!r} wrote to stderr: {out}"
+            if out.get("name") == "stdout":
+                printed.append(out.text)
+        switched += "runtime.live(RUN_LIVE)" in cell.source
+    text = "".join(printed)
+    assert "mode: FAST" in text, "lecture mode runs FAST budgets"
+    assert text.count("RUN_LIVE = False") >= switched, f"{chapter}: a switched-off demo ran anyway"
