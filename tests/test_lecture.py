@@ -85,7 +85,7 @@ def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # correctness is checked here; one thread spares the other worker
     copy, _ = lecture.prepare(chapter, tmp_path / "lecture")
     nb = nbformat.read(copy, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="dlcourse",
+    NotebookClient(nb, timeout=120, kernel_name="dlcourse",
                    resources={"metadata": {"path": str(copy.parent)}}).execute()
     printed, switched = [], 0
     for cell in nb.cells:
