@@ -128,12 +128,9 @@ class Transcript:
 
     def replay(self, key: str) -> None:
         """Print the recorded full-mode lines of a demo that did not run here (lecture mode, its switch off)."""
-        recorded = self.recorded.get(key)
-        if recorded:
-            print("Not run here (RUN_LIVE = False); the recorded full-mode run (make checkpoints) printed:")
-            print("\n".join("    " + line for line in recorded))
-        else:
-            print("Not run here (RUN_LIVE = False), and no recorded full-mode run of this demo is shipped.")
+        self._print_recorded(key, "Not run here (RUN_LIVE = False); the recorded full-mode run (make checkpoints) "
+                                  "printed:",
+                             "Not run here (RUN_LIVE = False), and no recorded full-mode run of this demo is shipped.")
 
     def keep(self, key: str, lines: list[str]) -> None:
         """Print ``lines`` and keep them under ``key``: a demo that runs the same in FAST and full mode."""
@@ -143,11 +140,12 @@ class Transcript:
     def show(self, key: str, lines: list[str]) -> None:
         """Print ``lines``, keep them under ``key`` and, in FAST mode, print the recorded full-mode ones."""
         self.keep(key, lines)
-        if not self.fast:
-            return
+        if self.fast:
+            self._print_recorded(key, "The recorded full-mode run (make checkpoints) printed:",
+                                 "(no recorded full-mode run of this demo is shipped: run the notebook in full mode "
+                                 "to see it)")
+
+    def _print_recorded(self, key: str, heading: str, missing: str) -> None:
+        """``heading`` and the recorded lines of ``key``, indented; ``missing`` when none are shipped."""
         recorded = self.recorded.get(key)
-        if recorded:
-            print("The recorded full-mode run (make checkpoints) printed:")
-            print("\n".join("    " + line for line in recorded))
-        else:
-            print("(no recorded full-mode run of this demo is shipped: run the notebook in full mode to see it)")
+        print("\n".join([heading, *("    " + line for line in recorded)]) if recorded else missing)
