@@ -4,7 +4,10 @@
 ``lecture/<chapter>/`` holds a copy of the chapter's source folder (every answer filled in, the model
 answers) with slide metadata, so the notebook also opens as a slideshow: a markdown cell that starts a
 section (``#`` or ``##``) begins a slide, a ``###`` heading a sub-slide. The hidden-test cells are left out
-of the copy. ``make lecture`` opens it in lecture mode (``DLCOURSE_LECTURE=1``, see ``runtime.lecture``).
+of the copy. The slideshow is jupyterlab-deck's: it presents the notebook inside JupyterLab, so every widget
+works on its slide (the command palette's "Start Deck", or the deck button of the notebook; Space and
+Shift+Space step through, the arrows go across slides and down into sub-slides). ``make lecture`` opens it
+in lecture mode (``DLCOURSE_LECTURE=1``, see ``runtime.lecture``).
 JupyterLab saves the lecturer's runs and edits into the copy; ``solutions/`` stays clean.
 
 Preparing again never loses what a lecturer did: a copy nobody changed is refreshed when the chapter
@@ -57,9 +60,16 @@ def is_hidden_test(cell: nbformat.NotebookNode) -> bool:
 
 
 def with_slides(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """``nb`` with every cell's slide type set (see :func:`slide_type`); the first cell always opens a slide."""
+    """``nb`` with every cell's slide type set (see :func:`slide_type`); the first cell always opens a slide.
+
+    A cell that goes on the slide before carries no slide type at all: that is what every slideshow tool
+    reads as "on the slide before" (nbconvert and RISE take a missing type as ``"-"``; jupyterlab-deck, which
+    ``make lecture`` uses, reads only a missing type so and would drop a ``"-"`` cell from the slides)."""
     for i, cell in enumerate(nb.cells):
-        cell.metadata["slideshow"] = {"slide_type": "slide" if i == 0 else slide_type(cell)}
+        kind = "slide" if i == 0 else slide_type(cell)
+        cell.metadata.pop("slideshow", None)
+        if kind != "-":
+            cell.metadata["slideshow"] = {"slide_type": kind}
     return nb
 
 

@@ -29,8 +29,10 @@ def test_the_copy_has_the_answers_and_slides_and_solutions_stay_untouched(tmp_pa
     copy = nbformat.read(tmp_path / "lecture" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
     assert _sha(source) == before
     assert any("### BEGIN SOLUTION" in c.source for c in copy.cells), "the answers are in"
-    kinds = [c.metadata["slideshow"]["slide_type"] for c in copy.cells]
+    kinds = [c.metadata.get("slideshow", {}).get("slide_type", "-") for c in copy.cells]
     assert kinds[0] == "slide" and kinds.count("slide") >= 4 and set(kinds) <= {"slide", "subslide", "skip", "-"}
+    # a cell on the slide before carries no type: jupyterlab-deck leaves a "-" cell off the slides
+    assert all(c.metadata.get("slideshow", {}).get("slide_type") != "-" for c in copy.cells)
     for cell, kind in zip(copy.cells, kinds, strict=True):
         assert not lecture.is_hidden_test(cell), "hidden tests are grading machinery, not lecture material"
         if cell.cell_type == "markdown" and cell.source.startswith("## "):
@@ -99,3 +101,154 @@ def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp
     text = "".join(printed)
     assert "mode: FAST" in text, "lecture mode runs FAST budgets"
     assert text.count("RUN_LIVE = False") >= switched, f"{chapter}: a switched-off demo ran anyway"
+
+
+# --- the slideshow, in a real browser ---------------------------------------------------------------------------
+
+_SLIDES_JS = """() => { const nb = window.jupyterapp.shell.currentWidget.content;
+    return nb.widgets.map((c, i) => [i, ((c.model.getMetadata('slideshow') || {}).slide_type) || null])
+      .filter(([i, kind]) => kind === 'slide' || kind === 'subslide').map(([i]) => i); }"""
+_SHOWN_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets.map((c, i) =>
+    c.node.classList.contains('jp-deck-mod-onscreen') ? i : -1).filter(i => i >= 0)"""
+
+
+def _start_deck(page) -> None:
+    page.evaluate("() => { const p = window.jupyterapp.shell.currentWidget; p.content.activeCellIndex = 0; "
+                  "p.content.mode = 'command'; }")
+    page.evaluate("window.jupyterapp.commands.execute('deck:start')")
+    page.wait_for_function("() => document.body.dataset.jpDeckMode === 'presenting'", timeout=30_000)
+
+
+def _show(page, cell: int) -> list[int]:
+    """Go to the slide that holds ``cell`` (as the deck does when a cell becomes active); the cells on screen."""
+    page.evaluate(f"() => {{ window.jupyterapp.shell.currentWidget.content.activeCellIndex = {cell}; }}")
+    try:
+        page.wait_for_function(f"() => ({_SHOWN_JS})().includes({cell})", timeout=10_000)
+    except Exception:  # not shown: the caller's assertion says which cells are
+        pass
+    return page.evaluate(_SHOWN_JS)
+
+
+@pytest.fixture(scope="module")
+def lecture_lab(tmp_path_factory):
+    from browser import Lab, launch, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    root = tmp_path_factory.mktemp("slides") / "lecture"
+    for chapter in CHAPTERS:
+        lecture.prepare(chapter, root)
+    env = {"DLCOURSE_LECTURE": "1", "DLCOURSE_PRESENTATION": "1.6", "OMP_NUM_THREADS": "1"}
+    with Lab(root, env=env) as lab, sync_playwright() as p:
+        browser = launch(p)
+        yield lab, browser
+        browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.notebook
+@pytest.mark.xdist_group("lecture-slides")
+def test_every_chapter_opens_as_a_slideshow_in_jupyterlab(lecture_lab):
+    """The deck starts on every lecture copy, opens on the title, and every slide and sub-slide of the chapter
+    can be shown, the cells after its heading with it. (One page; each chapter opened in it as a lecturer opens
+    a notebook from the file browser, then shut down.)"""
+    from browser import NotebookPage
+
+    lab, browser = lecture_lab
+    page = NotebookPage(browser, lab, f"{CHAPTERS[0]}/{CHAPTERS[0]}.ipynb", viewport=(1920, 1080))
+    try:
+        for k, chapter in enumerate(CHAPTERS):
+            if k:
+                page.page.evaluate("""async path => { const app = window.jupyterapp;
+                    const w = await app.commands.execute('docmanager:open', {path});
+                    await w.context.ready; app.shell.activateById(w.id); }""", f"{chapter}/{chapter}.ipynb")
+                page.page.wait_for_function(
+                    "p => { const w = window.jupyterapp.shell.currentWidget; "
+                    "return w.context.path === p && w.content.widgets.length > 0; }",
+                    arg=f"{chapter}/{chapter}.ipynb", timeout=60_000)
+            _start_deck(page.page)
+            assert page.page.evaluate(_SHOWN_JS)[:1] == [0], f"{chapter}: the deck does not open on the title"
+            starts = page.page.evaluate(_SLIDES_JS)
+            assert len(starts) >= 6, f"{chapter}: {len(starts)} slides"
+            # every slide in turn, its last cell made active (one page-side loop: a round trip per slide is slow)
+            shown = page.page.evaluate("""async starts => {
+                const nb = window.jupyterapp.shell.currentWidget.content;
+                const ends = starts.slice(1).map(s => s - 1).concat([nb.widgets.length - 1]);
+                const out = [];
+                for (const [k, start] of starts.entries()) {
+                    nb.activeCellIndex = ends[k];
+                    const on = () => nb.widgets[ends[k]].node.classList.contains('jp-deck-mod-onscreen');
+                    for (let t = 0; t < 100 && !on(); t++) await new Promise(r => setTimeout(r, 20));
+                    out.push([start, ends[k], (SHOWN)()]);
+                }
+                return out; }""".replace("SHOWN", _SHOWN_JS), starts)
+            for start, last, cells in shown:
+                assert start in cells and last in cells, f"{chapter}: the slide at cell {start} shows cells {cells}"
+            page.page.evaluate("async () => { await window.jupyterapp.commands.execute('deck:stop'); "
+                               "const w = window.jupyterapp.shell.currentWidget; "
+                               "await w.sessionContext.shutdown(); w.dispose(); }")
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.notebook
+@pytest.mark.xdist_group("lecture-slides")
+def test_a_widget_moves_on_its_slide_at_projector_scale(lecture_lab):
+    """Chapter 00 as a lecturer gives it: Run All in lecture mode at the projector scale, the deck started, the
+    slide with the temperature widget shown, its slider moved, and a new picture drawn on the slide. At
+    1920×1080 the widget's labels and the figure's smallest text are at least 18 px high."""
+    from browser import NotebookPage
+
+    lab, browser = lecture_lab
+    page = NotebookPage(browser, lab, f"{CHAPTER}/{CHAPTER}.ipynb", viewport=(1920, 1080))
+    try:
+        report = page.run_all(timeout_s=300)
+        assert not report.errors and not report.not_run, report.errors + report.not_run
+        _start_deck(page.page)
+        (where,) = page.page.evaluate(
+            "() => { const D = window.__dlcourse; const cells = D.notebook().content.widgets.map(w => w.node); "
+            "return D.views().map(v => cells.indexOf(v.closest('.jp-Cell'))); }")
+        shown = _show(page.page, where)
+        assert where in shown and len(shown) >= 2, f"the widget's slide shows cells {shown}"
+        box = page.page.evaluate("() => { const r = window.__dlcourse.views()[0].getBoundingClientRect(); "
+                                 "return [r.top, r.bottom, r.width]; }")
+        assert box[2] > 0 and 0 <= box[0] < 1080, f"the widget is not on the screen: {box}"
+        change = page.change(0, 0)
+        assert change.responded, change
+        label_px = page.page.evaluate(
+            "() => parseFloat(getComputedStyle(window.__dlcourse.views()[0].querySelector('.widget-label'))"
+            ".fontSize)")
+        assert label_px >= 18, f"widget labels {label_px} px at the projector scale"
+        # The figure: its smallest text in points at the figure's dpi (asked of the kernel that drew it: every
+        # figure it holds, the widgets' included), times the scale at which the browser shows the image.
+        shown_scale = page.page.evaluate(
+            "() => { const img = window.__dlcourse.views()[0].querySelector('.widget-output img'); "
+            "return img.getBoundingClientRect().width / img.naturalWidth; }")
+        text_px = _kernel_value(page.page, (
+            "import gc, warnings, matplotlib.figure\n"
+            "with warnings.catch_warnings():\n"
+            "    warnings.simplefilter('ignore')  # touching every object wakes deprecated torch aliases\n"
+            "    _figures = [f for f in gc.get_objects() if isinstance(f, matplotlib.figure.Figure)]\n"
+            "print(min(t.get_fontsize() * f.dpi / 72 for f in _figures"
+            " for t in f.findobj(lambda a: hasattr(a, 'get_text') and hasattr(a, 'get_fontsize'))"
+            " if t.get_visible() and t.get_text().strip()))")).splitlines()[-1]
+        assert float(text_px) * shown_scale >= 18, f"figure text {float(text_px) * shown_scale:.1f} px on screen"
+    finally:
+        page.close()
+
+
+def _kernel_value(page, code: str) -> str:
+    """What ``code`` prints when run in the page's kernel (outside the notebook's cells)."""
+    return page.evaluate("""async code => {
+        const kernel = window.__dlcourse.notebook().sessionContext.session.kernel;
+        let text = '';
+        const future = kernel.requestExecute({code, silent: false, store_history: false});
+        future.onIOPub = msg => {
+            if (msg.header.msg_type === 'stream' && msg.content.name === 'stdout') text += msg.content.text;
+                                  if (msg.header.msg_type === 'error') text += msg.content.evalue; };
+        await future.done;
+        return text.trim(); }""", code)
