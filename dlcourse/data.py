@@ -94,13 +94,14 @@ def load_checkpoint(name: str, module: torch.nn.Module) -> dict[str, float]:
     return dict(manifest()[name].get("metrics", {}))
 
 
-def save_json(name: str, payload: dict, metrics: dict[str, float], source: str) -> Path:
+def save_json(name: str, payload: dict, metrics: dict[str, float], source: str,
+              licence: str = "MIT (trained by the course)") -> Path:
     """Write ``payload`` to ``data/<name>.json`` (e.g. shipped training curves) and record it in the manifest."""
     path = DATA_DIR / f"{name}.json"
     path.write_text(json.dumps(payload, separators=(",", ":")) + "\n")
     entries = manifest()
-    entries[name] = {"path": path.name, "sha256": sha256_of(path), "source": source,
-                     "licence": "MIT (trained by the course)", "metrics": metrics}
+    entries[name] = {"path": path.name, "sha256": sha256_of(path), "source": source, "licence": licence,
+                     "metrics": metrics}
     MANIFEST.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -308,6 +308,66 @@ def load_smollm2(device: torch.device | str = "cpu"):
     return model.to(device).eval(), tokenizer
 
 
+class OnFirstUse:
+    """A stand-in for an object that is built the first time it is used: an attribute read or a call builds
+    it (once) and hands the use on. Code written for the object works on the stand-in unchanged."""
+
+    def __init__(self, build) -> None:
+        self._build = build
+        self._value = None
+        self._built = False
+
+    @property
+    def built(self) -> bool:
+        """Whether the object has been built yet."""
+        return self._built
+
+    def get(self):
+        """The object, built now if this is its first use."""
+        if not self._built:
+            self._value = self._build()
+            self._built = True
+        return self._value
+
+    def __getattr__(self, name: str):  # only for names the stand-in itself lacks
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.get(), name)
+
+    def __call__(self, *args, **kwargs):
+        return self.get()(*args, **kwargs)
+
+    def __len__(self) -> int:  # len() looks on the class, past __getattr__
+        return len(self.get())
+
+
+def smollm2_on_first_use(device: torch.device | str = "cpu") -> tuple[OnFirstUse, OnFirstUse, OnFirstUse]:
+    """SmolLM2 as ``(model, tokenizer, cached)``, each loaded when it is first used, not now.
+
+    ``cached`` is the model behind the course GPT's interface (:class:`CachedLM`, not recording). The model
+    takes a few seconds to load, most of it ``transformers``' model classes; a lecture's Run All that does not
+    use it (its demos switched off) does not pay for it, and the sampling explorer loads it the first time
+    SmolLM2 is picked. The tokenizer loads on its own, in a fraction of a second."""
+    import functools
+
+    load = functools.cache(lambda: load_smollm2(device))
+    model = OnFirstUse(lambda: load()[0])
+    return model, OnFirstUse(load_smollm2_tokenizer), OnFirstUse(lambda: CachedLM(model.get(), record=False))
+
+
+def load_smollm2_tokenizer():
+    """SmolLM2's tokenizer alone (from the converted copy ``make setup`` keeps; else with the model)."""
+    from transformers import AutoTokenizer
+
+    from dlcourse.assets import model_dir
+
+    converted = model_dir(SMOLLM2) / "transformers"
+    if not (converted / "tokenizer.json").exists():
+        return load_smollm2()[1]
+    with _quiet_loading():
+        return AutoTokenizer.from_pretrained(converted)
+
+
 def _save_dequantized(model: nn.Module, tokenizer, path) -> None:
     """Save a GGUF-loaded model as plain safetensors (its GGUF quantizer refuses ``save_pretrained``)."""
     config = type(model.config).from_dict({k: v for k, v in model.config.to_dict().items()

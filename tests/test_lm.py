@@ -34,6 +34,17 @@ def test_char_tokenizer_refuses_unknown_characters():
         shakespeare.text(("no-such-play",))
 
 
+def test_the_tensor_encoder_gives_the_same_ids_and_refuses_the_same_characters():
+    tok = shakespeare.CharTokenizer("abc\n é")
+    for text in ["", "cab\n", "é a", "ééé\n\nabc"]:
+        ids = tok.encode_tensor(text)
+        assert ids.dtype == torch.int64 and ids.tolist() == tok.encode(text)
+    # below, inside and far beyond the table's code points
+    for bad in ["\t", "abz", "ab€", "a\U0001F600"]:
+        with pytest.raises(ValueError, match="outside the alphabet"):
+            tok.encode_tensor(bad)
+
+
 def test_bpe_is_deterministic_and_lossless():
     docs = shakespeare.text(("macbeth",)).split("\n\n")
     a, b = shakespeare.train_bpe(docs, 300), shakespeare.train_bpe(docs, 300)
@@ -216,3 +227,40 @@ def test_non_embedding_parameters_leave_out_tied_embeddings():
     hf = lm.tiny_gpt2(seed=0)  # wte, wpe and an lm_head tied to wte
     embeddings = hf.transformer.wte.weight.numel() + hf.transformer.wpe.weight.numel()
     assert lm.non_embedding_parameters(hf) == sum(p.numel() for p in hf.parameters()) - embeddings
+
+
+def test_a_stand_in_builds_its_object_once_at_first_use_and_passes_every_use_on():
+    built = []
+
+    def build():
+        built.append(1)
+        return [3, 1, 2]
+
+    stand_in = lm.OnFirstUse(build)
+    assert not stand_in.built and built == []  # made, not built
+    assert len(stand_in) == 3 and stand_in.index(1) == 1 and stand_in.get() == [3, 1, 2]
+    assert stand_in.built and built == [1]  # built once, whatever the uses
+    call = lm.OnFirstUse(lambda: (lambda x, y=0: x + y))
+    assert call(2, y=3) == 5
+    with pytest.raises(AttributeError):
+        stand_in.no_such_method()
+    failing = lm.OnFirstUse(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failing.get()
+    assert not failing.built  # a failed build is tried again at the next use, never remembered as built
+
+
+def test_smollm2_on_first_use_loads_nothing_until_used_and_then_once(monkeypatch):
+    loads = []
+
+    def load(device):
+        loads.append(device)
+        return torch.nn.Linear(2, 2), "the tokenizer"
+
+    monkeypatch.setattr(lm, "load_smollm2", load)
+    monkeypatch.setattr(lm, "load_smollm2_tokenizer", lambda: "the tokenizer alone")
+    model, tokenizer, cached = lm.smollm2_on_first_use("cpu")
+    assert loads == []
+    assert tokenizer.get() == "the tokenizer alone" and loads == []  # the tokenizer does not load the model
+    assert isinstance(cached.get(), lm.CachedLM) and cached.get().hf is model.get() and not cached.get().record
+    assert loads == ["cpu"]
