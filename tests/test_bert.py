@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from dlcourse import bert
+from dlcourse import bert, data
 from dlcourse.models import bert as bert_models
 from dlcourse.widgets import bert as wbert
 
@@ -280,3 +280,18 @@ def test_library_wordpiece_trainer_keeps_the_pieces_of_its_bpe_trainer():
     wordpiece = bert.train_wordpiece(texts, vocab_size=600)
     bpe = bert.train_bpe_vocabulary(texts, vocab_size=600)
     assert len(set(wordpiece) & set(bpe)) >= 590 and bpe[:5] == list(bert.SPECIALS)
+
+
+def test_documents_encode_to_the_same_ids_through_the_backend_as_through_the_wrapper():
+    tokenizer = bert.fast_tokenizer(data.load_json("03_tiny_bert_vocab")["vocab"])
+    documents = [["To be, or not to be: that is the question.", "", "Whether 'tis nobler in the mind"],
+                 ["\u200b", "Methinks the lady doth protest too much."]]
+    wrapper = [[ids for ids in tokenizer(doc, add_special_tokens=False)["input_ids"] if ids] for doc in documents]
+    assert bert.encode_documents(documents, tokenizer) == wrapper
+    assert [len(doc) for doc in wrapper] == [2, 1]  # lines that encode to nothing are dropped
+
+    class Wrapped:  # a tokenizer without a Rust backend takes the wrapper's path
+        def __call__(self, *args, **kwargs):
+            return tokenizer(*args, **kwargs)
+
+    assert bert.encode_documents(documents, Wrapped()) == wrapper
