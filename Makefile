@@ -80,7 +80,7 @@ validate: setup ## check a notebook before submitting: NB=course/07_gan/07_gan.i
 	$(PY) -m dlcourse.validate $(NB)
 
 test: instructor-only setup ## the whole test suite (what CI runs)
-	$(PY) -m pytest -n 2 --dist loadgroup
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=25
 
 test-fast: instructor-only setup ## the suite without notebook kernels and the nbgrader pipeline
 	$(PY) -m pytest -m "not notebook and not pipeline"
