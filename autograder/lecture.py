@@ -34,6 +34,10 @@ ROOT = HERE.parent
 SOLUTIONS = ROOT / "solutions"
 LECTURE = ROOT / "lecture"
 RECORD = ".lecture.json"
+# What a lecture copy holds beyond the chapter itself (slide metadata, cells left out): part of the record, so a
+# copy made under an older layout is refreshed (an edited one saved beside it first), as when the chapter changes.
+# 2: continuation cells carry no slide type (jupyterlab-deck drops a "-" cell from the slides).
+LAYOUT = 2
 
 
 def _digest(path: Path) -> str:
@@ -95,7 +99,7 @@ def prepare(chapter: str, root: Path = LECTURE, solutions: Path = SOLUTIONS) -> 
     target = target_dir / source.name
     record_path = target_dir / RECORD
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
-    source_now = _digest(source)
+    source_now = f"{_digest(source)} layout {LAYOUT}"
     said = ""
     existed = target.is_file()
     if existed:

@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--projector", default="", help="DLCOURSE_PRESENTATION for the kernels (e.g. 1.6)")
     parser.add_argument("--repeat", type=int, default=3, help="Run All this many times per chapter (median)")
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat: at least 1")
     reason = unavailable()
     if reason:
         print(f"lecture timings skipped: {reason}")

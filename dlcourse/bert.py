@@ -159,9 +159,11 @@ def encode_documents(documents: list[list[str]], tokenizer) -> list[list[list[in
     """Each line of each document → its WordPiece ids (no special tokens).
 
     A fast tokenizer's Rust backend encodes the lines directly: the same ids, without the Python dictionaries
-    (masks, type ids) the wrapper builds for every line, a third faster on a play's 3,000 lines."""
+    (masks, type ids) the wrapper builds for every line, a third faster on a play's 3,000 lines. Only while the
+    backend neither truncates nor pads: a wrapper call with ``truncation=True`` leaves the backend truncating
+    until the next wrapper call, so then the wrapper encodes (and resets it)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None:
+    if backend is None or backend.truncation is not None or backend.padding is not None:
         return [[ids for ids in tokenizer(doc, add_special_tokens=False)["input_ids"] if ids] for doc in documents]
     return [[e.ids for e in backend.encode_batch(doc, add_special_tokens=False) if e.ids] for doc in documents]
 

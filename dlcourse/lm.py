@@ -309,13 +309,17 @@ def load_smollm2(device: torch.device | str = "cpu"):
 
 
 class OnFirstUse:
-    """A stand-in for an object that is built the first time it is used: an attribute read or a call builds
-    it (once) and hands the use on. Code written for the object works on the stand-in unchanged."""
+    """A stand-in for an object that is built the first time it is used: reading or setting an attribute, or a
+    call, builds it (once) and hands the use on; ``len``, ``repr`` and ``dir`` are handed on too. Other
+    operations on the object itself (``isinstance``, indexing, iteration, ``==``) are not: use :meth:`get`.
+    The stand-in's own two names, :meth:`get` and :attr:`built`, hide the object's names of the same spelling."""
+
+    _OWN = ("_build", "_value", "_built")
 
     def __init__(self, build) -> None:
-        self._build = build
-        self._value = None
-        self._built = False
+        object.__setattr__(self, "_build", build)
+        object.__setattr__(self, "_value", None)
+        object.__setattr__(self, "_built", False)
 
     @property
     def built(self) -> bool:
@@ -323,22 +327,31 @@ class OnFirstUse:
         return self._built
 
     def get(self):
-        """The object, built now if this is its first use."""
+        """The object, built now if this is its first use (a build that fails is tried again next time)."""
         if not self._built:
-            self._value = self._build()
-            self._built = True
+            object.__setattr__(self, "_value", self._build())
+            object.__setattr__(self, "_built", True)
         return self._value
 
     def __getattr__(self, name: str):  # only for names the stand-in itself lacks
-        if name.startswith("_"):
-            raise AttributeError(name)
+        if name in OnFirstUse._OWN or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(name)  # (copying or pickling the stand-in asks before __init__ ran)
         return getattr(self.get(), name)
+
+    def __setattr__(self, name: str, value) -> None:
+        setattr(self.get(), name, value)
 
     def __call__(self, *args, **kwargs):
         return self.get()(*args, **kwargs)
 
-    def __len__(self) -> int:  # len() looks on the class, past __getattr__
+    def __len__(self) -> int:  # len(), repr() and dir() look on the class, past __getattr__
         return len(self.get())
+
+    def __repr__(self) -> str:
+        return repr(self.get())
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(self.get())) | {"get", "built"})
 
 
 def smollm2_on_first_use(device: torch.device | str = "cpu") -> tuple[OnFirstUse, OnFirstUse, OnFirstUse]:
@@ -352,18 +365,24 @@ def smollm2_on_first_use(device: torch.device | str = "cpu") -> tuple[OnFirstUse
 
     load = functools.cache(lambda: load_smollm2(device))
     model = OnFirstUse(lambda: load()[0])
-    return model, OnFirstUse(load_smollm2_tokenizer), OnFirstUse(lambda: CachedLM(model.get(), record=False))
+
+    def tokenizer():
+        alone = load_smollm2_tokenizer()
+        return load()[1] if alone is None else alone  # (no converted copy yet: with the model, once)
+
+    return model, OnFirstUse(tokenizer), OnFirstUse(lambda: CachedLM(model.get(), record=False))
 
 
 def load_smollm2_tokenizer():
-    """SmolLM2's tokenizer alone (from the converted copy ``make setup`` keeps; else with the model)."""
+    """SmolLM2's tokenizer alone, from the converted copy ``make setup`` keeps; None when there is none yet
+    (then :func:`load_smollm2` makes it, with the model)."""
     from transformers import AutoTokenizer
 
     from dlcourse.assets import model_dir
 
     converted = model_dir(SMOLLM2) / "transformers"
     if not (converted / "tokenizer.json").exists():
-        return load_smollm2()[1]
+        return None
     with _quiet_loading():
         return AutoTokenizer.from_pretrained(converted)
 

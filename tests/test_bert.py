@@ -295,3 +295,5 @@ def test_documents_encode_to_the_same_ids_through_the_backend_as_through_the_wra
             return tokenizer(*args, **kwargs)
 
     assert bert.encode_documents(documents, Wrapped()) == wrapper
+    tokenizer(["a b c d e f g"], truncation=True, max_length=3)  # leaves the backend truncating
+    assert bert.encode_documents(documents, tokenizer) == wrapper

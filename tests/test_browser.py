@@ -4,10 +4,10 @@ and the long demos behind their ``RUN_LIVE`` switches show the shipped results).
 may fail to render; then every enabled control of every widget is moved and moved back, and each time its
 picture must change without an error.
 
-Lecture mode draws the same widgets as FAST mode (one view per chapter in 00-02, 09 and 11, two in 04 and 10,
-three elsewhere, in both) in a third of the time; the switched-off demos' FAST-mode training runs are
-``test_notebooks``' to check, through the kernel, and chapter 00's short training still draws its live loss
-plot here.
+Lecture mode draws the same widgets as FAST mode (:data:`VIEWS`: one view per chapter in 00-02, 09 and 11,
+two in 04 and 10, three elsewhere, in both; counted in FAST mode's last browser run) in a third of the time;
+the switched-off demos' FAST-mode training runs are ``test_notebooks``' to check, through the kernel, and
+chapter 00's short training still draws its live loss plot here.
 
 Screenshots of every widget and the measured input → new-picture latencies go to ``build/browser/`` for
 people to look at (the latency budget itself is a benchmark: ``bench/browser.py``). The last test proves the
@@ -28,6 +28,10 @@ from conftest import CHAPTERS, ROOT
 
 pytestmark = [pytest.mark.notebook, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 SHOTS = ROOT / "build" / "browser"
+# the interactive views (controls above a picture) each chapter shows, in lecture and in FAST mode alike
+VIEWS = {"00_welcome": 1, "01_seq2seq_attention": 1, "02_transformer_blocks": 1, "03_bert_mlm": 3,
+         "04_gpt_decoding": 2, "05_t5": 3, "06_vit": 3, "07_gan": 3, "08_vae": 3, "09_sparse_attention": 1,
+         "10_optimizers_schedulers": 2, "11_self_supervised": 1}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +65,7 @@ def test_chapter_runs_in_the_browser_and_every_widget_responds(lab_browser, chap
         assert not report.not_run, f"{chapter}: cells never ran: {report.not_run}"
         assert not page.widget_errors(), f"{chapter}: widgets failed to render: {page.widget_errors()}"
         views = page.views()
-        assert views, f"{chapter}: no interactive widget found on the page"
+        assert len(views) == VIEWS[chapter], f"{chapter}: {len(views)} interactive widgets, not {VIEWS[chapter]}"
         folder = SHOTS / chapter
         shutil.rmtree(folder, ignore_errors=True)
         changes = page.exercise(shots=folder)

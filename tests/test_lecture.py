@@ -74,6 +74,17 @@ def test_preparing_again_never_loses_a_lecturers_edits(tmp_path):
     assert "refreshed" in said and "saved as" not in said and len(list(copy.parent.glob(f"{CHAPTER}.*.ipynb"))) == 1
 
 
+def test_a_copy_made_under_an_older_slide_layout_is_refreshed(tmp_path, monkeypatch):
+    solutions = tmp_path / "solutions"
+    shutil.copytree(ROOT / "solutions" / CHAPTER, solutions / CHAPTER)
+    root = tmp_path / "lecture"
+    monkeypatch.setattr(lecture, "LAYOUT", lecture.LAYOUT - 1)  # a copy from before the layout changed
+    copy, _ = lecture.prepare(CHAPTER, root, solutions)
+    monkeypatch.setattr(lecture, "LAYOUT", lecture.LAYOUT + 1)
+    assert "refreshed" in lecture.prepare(CHAPTER, root, solutions)[1]
+    assert lecture.prepare(CHAPTER, root, solutions)[1] == "the lecture copy is up to date"
+
+
 @pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(f"lecture-{c}")) for c in CHAPTERS])
 def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp_path, monkeypatch, chapter):
     """make lecture's copy, run top to bottom as a lecturer's Run All runs it (DLCOURSE_LECTURE=1): no error, nothing
@@ -87,6 +98,9 @@ def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # correctness is checked here; one thread spares the other worker
     copy, _ = lecture.prepare(chapter, tmp_path / "lecture")
     nb = nbformat.read(copy, as_version=4)
+    if chapter == "04_gpt_decoding":  # SmolLM2's demos are switched off and nothing picked it: never loaded
+        nb.cells.append(nbformat.v4.new_code_cell(
+            'print("SmolLM2 loaded:", any(x.built for x in (smol, smol_tok, smol_lm)))'))
     NotebookClient(nb, timeout=120, kernel_name="dlcourse",
                    resources={"metadata": {"path": str(copy.parent)}}).execute()
     printed, switched = [], 0
@@ -101,6 +115,8 @@ def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp
     text = "".join(printed)
     assert "mode: FAST" in text, "lecture mode runs FAST budgets"
     assert text.count("RUN_LIVE = False") >= switched, f"{chapter}: a switched-off demo ran anyway"
+    if chapter == "04_gpt_decoding":
+        assert "SmolLM2 loaded: False" in text, "lecture mode loaded SmolLM2 at Run All"
 
 
 # --- the slideshow, in a real browser ---------------------------------------------------------------------------
@@ -117,6 +133,10 @@ def _start_deck(page) -> None:
                   "p.content.mode = 'command'; }")
     page.evaluate("window.jupyterapp.commands.execute('deck:start')")
     page.wait_for_function("() => document.body.dataset.jpDeckMode === 'presenting'", timeout=30_000)
+    try:  # the title's slide on screen (the caller's assertion says what is, if it never comes)
+        page.wait_for_function(f"() => ({_SHOWN_JS})().includes(0)", timeout=10_000)
+    except Exception:
+        pass
 
 
 def _show(page, cell: int) -> list[int]:

@@ -244,6 +244,13 @@ def test_a_stand_in_builds_its_object_once_at_first_use_and_passes_every_use_on(
     assert call(2, y=3) == 5
     with pytest.raises(AttributeError):
         stand_in.no_such_method()
+    class Box:
+        size = 1
+
+    box = lm.OnFirstUse(Box)
+    box.size = 5  # a setting reaches the object, as a reading does
+    assert box.get().size == 5 and box.size == 5 and "size" not in vars(box)
+    assert repr(lm.OnFirstUse(lambda: [1, 2])) == "[1, 2]" and "append" in dir(lm.OnFirstUse(list))
     failing = lm.OnFirstUse(lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         failing.get()
@@ -264,3 +271,6 @@ def test_smollm2_on_first_use_loads_nothing_until_used_and_then_once(monkeypatch
     assert tokenizer.get() == "the tokenizer alone" and loads == []  # the tokenizer does not load the model
     assert isinstance(cached.get(), lm.CachedLM) and cached.get().hf is model.get() and not cached.get().record
     assert loads == ["cpu"]
+    monkeypatch.setattr(lm, "load_smollm2_tokenizer", lambda: None)  # no converted copy: with the model, once
+    model, tokenizer, cached = lm.smollm2_on_first_use("cpu")
+    assert tokenizer.get() == "the tokenizer" and cached.get().hf is model.get() and loads == ["cpu", "cpu"]
