@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from browser import Lab, NotebookPage, filled_notebook, launch, unavailable  # noqa: E402
+from browser import NotebookPage, filled_notebook, lab_in_browser, unavailable  # noqa: E402
 
 BUDGET_MS = 150.0
 OUT = ROOT / "bench" / "results"
@@ -43,16 +43,13 @@ def held_to_budget(text: str, on_demand: bool) -> bool:
 
 
 def measure(chapter_list: list[str], repeats: int) -> dict:
-    from playwright.sync_api import sync_playwright
-
     results: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "notebooks"
         root.mkdir()
         for chapter in chapter_list:
             filled_notebook(chapter, root)
-        with Lab(root, env={"DLCOURSE_FAST": "1"}) as lab, sync_playwright() as p:
-            browser = launch(p)
+        with lab_in_browser(root, env={"DLCOURSE_FAST": "1"}) as (lab, browser):
             for chapter in chapter_list:
                 page = NotebookPage(browser, lab, f"{chapter}/{chapter}.ipynb")
                 try:
@@ -79,7 +76,6 @@ def measure(chapter_list: list[str], repeats: int) -> dict:
                     print(f"{chapter}: {len(rows)} controls measured", flush=True)
                 finally:
                     page.close()
-            browser.close()
     return results
 
 

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "autograder")]
 
 import lecture  # noqa: E402
-from browser import Lab, NotebookPage, launch, unavailable  # noqa: E402
+from browser import Lab, NotebookPage, lab_in_browser, unavailable  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "lecture.json"
 TARGETS_S = {"first_usable_s": 15.0, "last_usable_s": 60.0}
@@ -111,22 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         print(f"lecture timings skipped: {reason}")
         return 0
-    from playwright.sync_api import sync_playwright
-
     runs_of: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "lecture"
         for chapter in args.chapters or chapters():
             lecture.prepare(chapter, root)
         env = {**MODES[args.mode], "DLCOURSE_PRESENTATION": args.projector}
-        with Lab(root, env=env) as lab, sync_playwright() as p:
-            browser = launch(p)
+        with lab_in_browser(root, env=env) as (lab, browser):
             for _ in range(args.repeat):
                 for chapter in args.chapters or chapters():
                     runs_of.setdefault(chapter, []).append(result := measure_one(browser, lab, chapter))
                     lab.shut_down_kernels(f"{chapter}/{chapter}.ipynb")
                     print(chapter, json.dumps(result), flush=True)
-            browser.close()
     measured = {chapter: summary(runs) for chapter, runs in runs_of.items()}
     mode = {"fast": "FAST"}.get(args.mode, args.mode)
     old = json.loads(OUT.read_text()) if OUT.exists() else {}

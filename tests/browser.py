@@ -9,6 +9,7 @@ and times how long the new picture takes to appear (:meth:`NotebookPage.change`)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -17,6 +18,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -488,6 +490,20 @@ def in_a_page(browser, lab: Lab, relative: str, check, record: Path | None = Non
             page.close()
         lab.shut_down_kernels(relative)
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def lab_in_browser(root: Path, env: dict[str, str] | None = None) -> Iterator[tuple[Lab, object]]:
+    """JupyterLab serving ``root`` (see :class:`Lab`) and headless Chromium to look at it: ``(lab, browser)``,
+    both closed on leaving."""
+    from playwright.sync_api import sync_playwright
+
+    with Lab(root, env=env) as lab, sync_playwright() as p:
+        browser = launch(p)
+        try:
+            yield lab, browser
+        finally:
+            browser.close()
 
 
 def launch(playwright):

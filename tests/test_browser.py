@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser import Lab, NotebookPage, filled_notebook, in_a_page, launch, unavailable
+from browser import NotebookPage, filled_notebook, in_a_page, lab_in_browser, unavailable
 from conftest import CHAPTERS, ROOT
 
 pytestmark = [pytest.mark.notebook, pytest.mark.browser, pytest.mark.xdist_group("browser")]
@@ -39,18 +39,14 @@ def lab_browser(tmp_path_factory):
     reason = unavailable()
     if reason:
         pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
     root = tmp_path_factory.mktemp("browser") / "notebooks"
     root.mkdir()
     for chapter in CHAPTERS:
         filled_notebook(chapter, root)
     _selftest_notebook(root / "selftest" / "selftest.ipynb")
     # One BLAS thread: the suite runs two workers on two cores (as the other notebook tests do).
-    with Lab(root, env={"DLCOURSE_LECTURE": "1", "OMP_NUM_THREADS": "1"}) as lab, sync_playwright() as p:
-        browser = launch(p)
-        yield lab, browser
-        browser.close()
+    with lab_in_browser(root, env={"DLCOURSE_LECTURE": "1", "OMP_NUM_THREADS": "1"}) as lab_and_browser:
+        yield lab_and_browser
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

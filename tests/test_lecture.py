@@ -151,21 +151,17 @@ def _show(page, cell: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def lecture_lab(tmp_path_factory):
-    from browser import Lab, launch, unavailable
+    from browser import lab_in_browser, unavailable
 
     reason = unavailable()
     if reason:
         pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
     root = tmp_path_factory.mktemp("slides") / "lecture"
     for chapter in CHAPTERS:
         lecture.prepare(chapter, root)
     env = {"DLCOURSE_LECTURE": "1", "DLCOURSE_PRESENTATION": "1.6", "OMP_NUM_THREADS": "1"}
-    with Lab(root, env=env) as lab, sync_playwright() as p:
-        browser = launch(p)
-        yield lab, browser
-        browser.close()
+    with lab_in_browser(root, env=env) as lab_and_browser:
+        yield lab_and_browser
 
 
 @pytest.mark.browser
