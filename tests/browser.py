@@ -106,7 +106,10 @@ class Lab:
             [str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={self.port}",
              f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
              "--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={state / 'settings'}",
-             f"--LabApp.workspaces_dir={state / 'workspaces'}"],
+             f"--LabApp.workspaces_dir={state / 'workspaces'}",
+             # Kernels talk to the server over Unix sockets: a TCP port chosen at random can be taken by another
+             # process before the kernel binds it, and the server's restarts reuse the same taken ports.
+             "--KernelManager.transport=ipc"],
             env=server_env, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.root)
         try:
             wait_for_server(f"{self.base}/api/status?token={self.token}", self.process, self.log_path, "JupyterLab")

@@ -25,6 +25,7 @@ import nbformat
 import pytest
 from browser import NotebookPage, filled_notebook, in_a_page, lab_in_browser, unavailable
 from conftest import CHAPTERS, ROOT
+from jupyter_core.paths import jupyter_runtime_dir
 
 pytestmark = [pytest.mark.notebook, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 SHOTS = ROOT / "build" / "browser"
@@ -144,13 +145,15 @@ def test_a_renderer_crash_is_recorded_and_the_notebook_checked_once_more_in_a_ne
         pages.append(page)
         if len(pages) == 1:
             _crash(page)
-        return page.page.evaluate("window.__dlcourse.notebook().sessionContext.session.kernel.id")
+        kernel = page.page.evaluate("window.__dlcourse.notebook().sessionContext.session.kernel.id")
+        return json.loads((Path(jupyter_runtime_dir()) / f"kernel-{kernel}.json").read_text())
 
     record = tmp_path / "crash.txt"
-    kernel = in_a_page(browser, lab, "selftest/selftest.ipynb", crash_first, record=record)
+    connection = in_a_page(browser, lab, "selftest/selftest.ipynb", crash_first, record=record)
     assert len(pages) == 2 and pages[0] is not pages[1]
     assert "renderer crashed" in record.read_text() and "Target crashed" in record.read_text()
-    assert kernel  # the second page has a live kernel
+    # the second page has a live kernel, on Unix sockets (a TCP port picked at random can be taken first)
+    assert connection["transport"] == "ipc", connection
     with pytest.raises(Exception, match="crashed"):  # a second crash fails the check
         in_a_page(browser, lab, "selftest/selftest.ipynb", _crash, record=tmp_path / "again.txt")
     with pytest.raises(AssertionError, match="planted"):  # a failed check is never retried

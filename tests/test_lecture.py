@@ -90,6 +90,7 @@ def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp
     """make lecture's copy, run top to bottom as a lecturer's Run All runs it (DLCOURSE_LECTURE=1): no error, nothing
     on stderr, and each demo behind a RUN_LIVE switch shows its recorded result instead of running (FAST and full
     mode, which run those demos, are covered by test_notebooks and make checkpoints)."""
+    from kernels import UnixSocketKernelManager
     from nbclient import NotebookClient
 
     for name in ("DLCOURSE_FAST", "NBGRADER_EXECUTION", "DLCOURSE_RETRAIN", "DLCOURSE_SAVE_CHECKPOINTS"):
@@ -101,7 +102,7 @@ def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp
     if chapter == "04_gpt_decoding":  # SmolLM2's demos are switched off and nothing picked it: never loaded
         nb.cells.append(nbformat.v4.new_code_cell(
             'print("SmolLM2 loaded:", any(x.built for x in (smol, smol_tok, smol_lm)))'))
-    NotebookClient(nb, timeout=120, kernel_name="dlcourse",
+    NotebookClient(nb, timeout=120, kernel_name="dlcourse", kernel_manager_class=UnixSocketKernelManager,
                    resources={"metadata": {"path": str(copy.parent)}}).execute()
     printed, switched = [], 0
     for cell in nb.cells:

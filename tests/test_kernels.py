@@ -1,0 +1,33 @@
+"""Notebooks run by the course's tools (render, the lecture test, the benchmarks) start kernels on Unix sockets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from kernels import UnixSocketKernelManager  # autograder/ is on sys.path (conftest)
+from nbclient import NotebookClient
+
+
+def test_a_notebook_runs_on_a_kernel_without_tcp_ports_and_leaves_no_socket_behind(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import ipykernel, json\n"
+        "path = ipykernel.get_connection_file()\n"
+        "info = json.load(open(path))\n"
+        "print(path); print(info['transport'], info['ip'])")])
+    client = NotebookClient(nb, timeout=120, kernel_name="dlcourse", kernel_manager_class=UnixSocketKernelManager,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    path, line = nb.cells[0].outputs[0].text.split("\n")[:2]
+    transport, ip = line.split(" ", 1)
+    assert transport == "ipc", line
+    assert Path(ip).is_absolute() and Path(ip).parent == Path(path).parent, (ip, path)  # the runtime folder
+    assert not Path(path).exists(), "the connection file outlived the kernel"
+    assert not list(Path(ip).parent.glob(Path(ip).name + "-*")), "a socket outlived the kernel"
+    assert not list(tmp_path.iterdir()), "something was left in the notebook's folder"
+
+
+def test_each_manager_has_its_own_connection_file():
+    first, second = UnixSocketKernelManager(), UnixSocketKernelManager()
+    assert first.connection_file != second.connection_file
+    assert first.transport == second.transport == "ipc"
