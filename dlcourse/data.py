@@ -85,6 +85,16 @@ def save_checkpoint(name: str, module: torch.nn.Module, metrics: dict[str, float
     return path
 
 
+def add_metrics(name: str, metrics: dict[str, float]) -> None:
+    """Record more of what the run behind bundled file ``name`` measured (e.g. a count made with the checkpoint
+    after it was saved) in its manifest entry; the file itself is not touched."""
+    entries = manifest()
+    if name not in entries:
+        raise KeyError(f"no bundled file named {name!r} to add metrics to; save it first")
+    entries[name].setdefault("metrics", {}).update(metrics)
+    MANIFEST.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n")
+
+
 def load_checkpoint(name: str, module: torch.nn.Module) -> dict[str, float]:
     """Load a verified bundled checkpoint into ``module`` (names must match); returns its recorded metrics."""
     from safetensors.torch import load_file

@@ -191,6 +191,11 @@ def test_json_payloads_are_saved_with_their_metrics_and_verified(tmp_path, monke
     data.save_json("runs", {"a": [1, 2]}, {"best": 0.5}, source="a test")
     assert data.load_json("runs") == {"a": [1, 2]}
     assert data.manifest()["runs"]["metrics"] == {"best": 0.5}
+    data.add_metrics("runs", {"count": 3})  # measured later, with the saved file
+    assert data.manifest()["runs"]["metrics"] == {"best": 0.5, "count": 3}
+    assert data.load_json("runs") == {"a": [1, 2]}  # the file and its checksum untouched
+    with pytest.raises(KeyError, match="save it first"):
+        data.add_metrics("never saved", {"count": 1})
     (tmp_path / "runs.json").write_text("{}")
     with pytest.raises(ValueError):
         data.load_json("runs")
