@@ -168,6 +168,9 @@ _PAGE_JS = r"""
     errors: c.model.outputs.toJSON().filter(o => o.output_type === 'error')
              .map(o => o.ename + ': ' + o.evalue),
     source: c.model.sharedModel.getSource().slice(0, 80)}));
+  D.streams = () => D.codeCells().map(c => [c.model.sharedModel.getSource(),
+    c.model.outputs.toJSON().filter(o => o.output_type === 'stream')
+      .map(o => [o.name, Array.isArray(o.text) ? o.text.join('') : o.text])]);
   D.views = () => Array.from(new Set(
       Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell .widget-output'))
         .filter(out => !out.parentElement.closest('.widget-output'))
@@ -282,6 +285,11 @@ class NotebookPage:
         self.page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
         self.page.wait_for_function(self.ALL_RAN_JS, timeout=timeout_s * 1000, polling=250)
         return RunReport(time.monotonic() - start, self.page.evaluate("window.__dlcourse.cellStates()"))
+
+    def streams(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """Each code cell's source and what it printed, as (stream name, text) pairs."""
+        cells = self.page.evaluate("window.__dlcourse.streams()")
+        return [(source, [tuple(out) for out in outs]) for source, outs in cells]
 
     ALL_RAN_JS = """() => { const cells = window.__dlcourse.cellStates();
         return cells.every(c => c.state === 'idle') &&

@@ -1,8 +1,9 @@
-"""Every chapter as a student meets it, in a real browser: JupyterLab in headless Chromium, the student-facing
-notebook with the reference answers typed in, Run All in lecture mode (``DLCOURSE_LECTURE=1``: FAST budgets,
-and the long demos behind their ``RUN_LIVE`` switches show the shipped results). No cell may fail and no widget
-may fail to render; then every enabled control of every widget is moved and moved back, and each time its
-picture must change without an error.
+"""Every chapter as a lecturer runs it, in a real browser: JupyterLab in headless Chromium, ``make lecture``'s copy
+(every answer in), Run All in lecture mode (``DLCOURSE_LECTURE=1``: FAST budgets, and the long demos behind their
+``RUN_LIVE`` switches show the shipped results). No cell may fail, write to stderr or run a switched-off demo
+(test_lecture's checks, made here on the page's outputs), and no widget may fail to render; then every enabled
+control of every widget is moved and moved back, and each time its picture must change without an error. The
+widget cells are the students' too: the release keeps them as they are.
 
 Lecture mode draws the same widgets as FAST mode (:data:`VIEWS`: one view per chapter in 00-02, 09 and 11,
 two in 04 and 10, three elsewhere, in both; counted in FAST mode's last browser run) in a third of the time;
@@ -23,9 +24,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser import NotebookPage, filled_notebook, in_a_page, lab_in_browser, unavailable
+from browser import NotebookPage, in_a_page, lab_in_browser, unavailable
 from conftest import CHAPTERS, ROOT
 from jupyter_core.paths import jupyter_runtime_dir
+from test_lecture import lecture_copy_to_run, lecture_run_problems
 
 pytestmark = [pytest.mark.notebook, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 SHOTS = ROOT / "build" / "browser"
@@ -42,8 +44,8 @@ def lab_browser(tmp_path_factory):
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("browser") / "notebooks"
     root.mkdir()
-    for chapter in CHAPTERS:
-        filled_notebook(chapter, root)
+    for chapter in CHAPTERS:  # make lecture's copies: what a lecturer runs, every answer in
+        lecture_copy_to_run(chapter, root)
     _selftest_notebook(root / "selftest" / "selftest.ipynb")
     # One BLAS thread: the suite runs two workers on two cores (as the other notebook tests do).
     with lab_in_browser(root, env={"DLCOURSE_LECTURE": "1", "OMP_NUM_THREADS": "1"}) as lab_and_browser:
@@ -60,6 +62,8 @@ def test_chapter_runs_in_the_browser_and_every_widget_responds(lab_browser, chap
         report = page.run_all(timeout_s=900)
         assert not report.errors, f"{chapter}: cells failed in the browser:\n" + "\n".join(report.errors)
         assert not report.not_run, f"{chapter}: cells never ran: {report.not_run}"
+        problems = lecture_run_problems(chapter, page.streams())  # before any widget is touched
+        assert not problems, "\n".join(problems)
         assert not page.widget_errors(), f"{chapter}: widgets failed to render: {page.widget_errors()}"
         views = page.views()
         assert len(views) == VIEWS[chapter], f"{chapter}: {len(views)} interactive widgets, not {VIEWS[chapter]}"

@@ -7,6 +7,7 @@ import hashlib
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import lecture  # autograder/ is on sys.path (conftest)
 import nbformat
@@ -85,11 +86,55 @@ def test_a_copy_made_under_an_older_slide_layout_is_refreshed(tmp_path, monkeypa
     assert lecture.prepare(CHAPTER, root, solutions)[1] == "the lecture copy is up to date"
 
 
+SMOLLM2_PROBE = 'print("SmolLM2 loaded:", any(x.built for x in (smol, smol_tok, smol_lm)))'
+
+
+def lecture_copy_to_run(chapter: str, root: Path) -> Path:
+    """make lecture's copy of ``chapter`` under ``root``; chapter 04's gets a last cell that says whether Run All
+    loaded SmolLM2 (its demos are switched off and nothing picked it, so it must not have)."""
+    copy, _ = lecture.prepare(chapter, root)
+    if chapter == "04_gpt_decoding":
+        nb = nbformat.read(copy, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(SMOLLM2_PROBE))
+        nbformat.write(nb, copy)
+    return copy
+
+
+def lecture_run_problems(chapter: str, cells: list[tuple[str, list[tuple[str, str]]]]) -> list[str]:
+    """What is wrong with a lecture-mode Run All of :func:`lecture_copy_to_run`'s copy, given each code cell's
+    source and its stream outputs as (stream name, text): something on stderr, budgets that are not FAST, a demo
+    behind a RUN_LIVE switch that did not say it was switched off, SmolLM2 loaded."""
+    problems, printed, switched = [], [], 0
+    for source, streams in cells:
+        for name, text in streams:
+            if name == "stderr":
+                problems.append(f"{chapter}: {source.strip().splitlines()[0]!r} wrote to stderr: {text[-400:]!r}")
+            elif name == "stdout":
+                printed.append(text)
+        switched += "runtime.live(RUN_LIVE)" in source
+    text = "".join(printed)
+    if "mode: FAST" not in text:
+        problems.append(f"{chapter}: lecture mode should run FAST budgets (no 'mode: FAST' printed)")
+    if text.count("RUN_LIVE = False") < switched:
+        problems.append(f"{chapter}: {switched} demos have a RUN_LIVE switch, but only {text.count('RUN_LIVE = False')}"
+                        " said they were switched off: a switched-off demo ran anyway")
+    if chapter == "04_gpt_decoding" and "SmolLM2 loaded: False" not in text:
+        problems.append(f"{chapter}: lecture mode loaded SmolLM2 at Run All")
+    return problems
+
+
 @pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(f"lecture-{c}")) for c in CHAPTERS])
 def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp_path, monkeypatch, chapter):
     """make lecture's copy, run top to bottom as a lecturer's Run All runs it (DLCOURSE_LECTURE=1): no error, nothing
     on stderr, and each demo behind a RUN_LIVE switch shows its recorded result instead of running (FAST and full
-    mode, which run those demos, are covered by test_notebooks and make checkpoints)."""
+    mode, which run those demos, are covered by test_notebooks and make checkpoints). Where Chromium is available
+    test_browser.py runs the same copy in JupyterLab and checks the same (lecture_run_problems), so it is not run
+    twice."""
+    import browser
+
+    if browser.unavailable() is None:
+        pytest.skip("run and checked in JupyterLab by tests/test_browser.py::"
+                    "test_chapter_runs_in_the_browser_and_every_widget_responds")
     from kernels import UnixSocketKernelManager
     from nbclient import NotebookClient
 
@@ -97,27 +142,28 @@ def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DLCOURSE_LECTURE", "1")  # the kernel inherits this process's environment
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # correctness is checked here; one thread spares the other worker
-    copy, _ = lecture.prepare(chapter, tmp_path / "lecture")
+    copy = lecture_copy_to_run(chapter, tmp_path / "lecture")
     nb = nbformat.read(copy, as_version=4)
-    if chapter == "04_gpt_decoding":  # SmolLM2's demos are switched off and nothing picked it: never loaded
-        nb.cells.append(nbformat.v4.new_code_cell(
-            'print("SmolLM2 loaded:", any(x.built for x in (smol, smol_tok, smol_lm)))'))
     NotebookClient(nb, timeout=120, kernel_name="dlcourse", kernel_manager_class=UnixSocketKernelManager,
                    resources={"metadata": {"path": str(copy.parent)}}).execute()
-    printed, switched = [], 0
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        for out in cell.outputs:
-            assert out.get("name") != "stderr", f"{chapter}: {cell.source.splitlines()[0]!r} wrote to stderr: {out}"
-            if out.get("name") == "stdout":
-                printed.append(out.text)
-        switched += "runtime.live(RUN_LIVE)" in cell.source
-    text = "".join(printed)
-    assert "mode: FAST" in text, "lecture mode runs FAST budgets"
-    assert text.count("RUN_LIVE = False") >= switched, f"{chapter}: a switched-off demo ran anyway"
-    if chapter == "04_gpt_decoding":
-        assert "SmolLM2 loaded: False" in text, "lecture mode loaded SmolLM2 at Run All"
+    cells = [(cell.source, [(out.name, out.text) for out in cell.outputs if out.output_type == "stream"])
+             for cell in nb.cells if cell.cell_type == "code"]
+    problems = lecture_run_problems(chapter, cells)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_lecture_run_check_reports_stderr_a_demo_that_ran_and_smollm2_loaded():
+    setup = ("print('mode: FAST')", [("stdout", "mode: FAST\n")])
+    switched = ("RUN_LIVE = False\nif runtime.live(RUN_LIVE):\n    train()", [("stdout", "trained\n")])
+    assert lecture_run_problems("00_welcome", [setup]) == []
+    assert "ran anyway" in " ".join(lecture_run_problems("00_welcome", [setup, switched]))
+    said = (switched[0], [("stdout", "not trained here (RUN_LIVE = False)\n")])
+    assert lecture_run_problems("00_welcome", [setup, said]) == []
+    assert "stderr" in " ".join(lecture_run_problems("00_welcome", [setup, ("x = 1", [("stderr", "Warning")])]))
+    assert "FAST" in " ".join(lecture_run_problems("00_welcome", [("x = 1", [])]))
+    assert "SmolLM2" in " ".join(lecture_run_problems("04_gpt_decoding", [setup]))
+    probe = (SMOLLM2_PROBE, [("stdout", "SmolLM2 loaded: False\n")])
+    assert lecture_run_problems("04_gpt_decoding", [setup, probe]) == []
 
 
 # --- the slideshow, in a real browser ---------------------------------------------------------------------------
