@@ -26,6 +26,11 @@ def manifest() -> dict[str, dict[str, str]]:
     return json.loads(MANIFEST.read_text())
 
 
+def _write_manifest(entries: dict[str, dict]) -> None:
+    """Write the manifest as every writer here does: sorted keys, two-space indents, a final newline."""
+    MANIFEST.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n")
+
+
 def bundled(name: str) -> Path:
     """Verified path of the bundled file ``name`` (raises when it is missing or its sha256 differs)."""
     entries = manifest()
@@ -81,7 +86,7 @@ def save_checkpoint(name: str, module: torch.nn.Module, metrics: dict[str, float
     entries = manifest()
     entries[name] = {"path": path.name, "sha256": sha256_of(path), "source": source,
                      "licence": "MIT (trained by the course)", "metrics": metrics}
-    MANIFEST.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n")
+    _write_manifest(entries)
     return path
 
 
@@ -92,7 +97,7 @@ def add_metrics(name: str, metrics: dict[str, float]) -> None:
     if name not in entries:
         raise KeyError(f"no bundled file named {name!r} to add metrics to; save it first")
     entries[name].setdefault("metrics", {}).update(metrics)
-    MANIFEST.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n")
+    _write_manifest(entries)
 
 
 def load_checkpoint(name: str, module: torch.nn.Module) -> dict[str, float]:
@@ -112,7 +117,7 @@ def save_json(name: str, payload: dict, metrics: dict[str, float], source: str,
     entries = manifest()
     entries[name] = {"path": path.name, "sha256": sha256_of(path), "source": source, "licence": licence,
                      "metrics": metrics}
-    MANIFEST.write_text(json.dumps(entries, indent=2, sort_keys=True) + "\n")
+    _write_manifest(entries)
     return path
 
 
