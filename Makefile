@@ -130,9 +130,10 @@ CHECKPOINT_CHAPTERS := 01_seq2seq_attention 02_transformer_blocks 03_bert_mlm 04
 
 checkpoints: instructor-only setup ## retrain the checkpoints in data/ in full mode and record the metrics they reached
 	@for ch in $(if $(CH),$(CH),$(CHECKPOINT_CHAPTERS)); do \
-	  echo "training the checkpoint of $$ch (full mode)"; \
-	  DLCOURSE_FAST=0 DLCOURSE_SAVE_CHECKPOINTS=1 $(BIN)/jupyter nbconvert --to notebook --execute --stdout \
-	    --ExecutePreprocessor.timeout=1200 solutions/$$ch/$$ch.ipynb > /dev/null || exit 1; \
+	  echo "training the checkpoint of $$ch (full mode; the executed copy goes to build/checkpoints-$$ch.ipynb)"; \
+	  mkdir -p build; \
+	  DLCOURSE_FAST=0 DLCOURSE_SAVE_CHECKPOINTS=1 $(PY) autograder/kernels.py solutions/$$ch/$$ch.ipynb \
+	    --timeout 1200 --out build/checkpoints-$$ch.ipynb || exit 1; \
 	done
 	@$(PY) -c 'import json; [print(k, v.get("metrics")) for k, v in json.load(open("data/manifest.json")).items()]'
 

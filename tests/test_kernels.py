@@ -31,3 +31,28 @@ def test_each_manager_has_its_own_connection_file():
     first, second = UnixSocketKernelManager(), UnixSocketKernelManager()
     assert first.connection_file != second.connection_file
     assert first.transport == second.transport == "ipc"
+
+
+def test_run_notebook_writes_the_executed_copy_and_names_the_cell_that_failed(tmp_path):
+    from kernels import NotebookFailed, main, run_notebook
+
+    good = tmp_path / "good.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os; print(os.getcwd())")]), good)
+    out = tmp_path / "executed.ipynb"
+    assert main([str(good), "--out", str(out)]) == 0
+    (output,) = nbformat.read(out, as_version=4).cells[0].outputs
+    assert output.text.strip() == str(tmp_path), "the notebook did not run in its own folder"
+
+    bad = tmp_path / "bad.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
+                                                   nbformat.v4.new_code_cell("raise ValueError('target missed')"),
+                                                   nbformat.v4.new_code_cell("print('never')")]), bad)
+    try:
+        run_notebook(bad, timeout=60, out=out)
+    except NotebookFailed as err:
+        assert "code cell 2 of 3" in str(err) and "target missed" in str(err), err
+    else:
+        raise AssertionError("a failing notebook ran through")
+    cells = nbformat.read(out, as_version=4).cells
+    assert cells[0].execution_count == 1 and cells[2].get("execution_count") is None, "the partial run was not kept"
+    assert main([str(bad)]) == 1
