@@ -46,8 +46,7 @@ class RenderError(RuntimeError):
 def execute(chapter: str, fast: bool, timeout: float = CELL_TIMEOUT) -> tuple[nbformat.NotebookNode, float]:
     """Run the chapter's source notebook top to bottom in its folder; the executed notebook and seconds.
     RenderError naming the cell when one runs past ``timeout`` seconds or fails."""
-    from kernels import UnixSocketKernelManager  # autograder/kernels.py, beside this script
-    from nbclient import NotebookClient
+    from kernels import SteadyNotebookClient, UnixSocketKernelManager  # autograder/kernels.py, beside this script
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     (source,) = sorted((SOLUTIONS / chapter).glob("*.ipynb"))
@@ -55,9 +54,9 @@ def execute(chapter: str, fast: bool, timeout: float = CELL_TIMEOUT) -> tuple[nb
     os.environ["DLCOURSE_FAST"] = "1" if fast else "0"  # the kernel inherits this process's environment
     start = time.perf_counter()
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name=KERNEL, store_widget_state=True,
-                       kernel_manager_class=UnixSocketKernelManager,
-                       resources={"metadata": {"path": str(source.parent)}}).execute()
+        SteadyNotebookClient(nb, timeout=timeout, kernel_name=KERNEL, store_widget_state=True,
+                             kernel_manager_class=UnixSocketKernelManager,
+                             resources={"metadata": {"path": str(source.parent)}}).execute()
     except (CellTimeoutError, CellExecutionError, DeadKernelError) as err:
         what = f"ran past {timeout:g} s" if isinstance(err, CellTimeoutError) else f"failed: {str(err)[-600:]}"
         raise RenderError(f"{chapter}: {_stopped_at(nb)} {what}") from None

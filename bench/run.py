@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results"
@@ -28,7 +27,7 @@ RUN_LOG = "DLCOURSE_RUN_LOG"  # dlcourse.training.RUN_LOG: where training runs r
 def notebook_seconds(path: Path, fast: bool, run_log: Path | None = None) -> float:
     """Wall time of executing the notebook top to bottom; its training runs go to ``run_log`` when given."""
     sys.path.insert(0, str(ROOT / "autograder"))
-    from kernels import UnixSocketKernelManager
+    from kernels import SteadyNotebookClient, UnixSocketKernelManager
 
     nb = nbformat.read(path, as_version=4)
     before = {name: os.environ.get(name) for name in ("DLCOURSE_FAST", RUN_LOG)}
@@ -38,8 +37,9 @@ def notebook_seconds(path: Path, fast: bool, run_log: Path | None = None) -> flo
         os.environ[RUN_LOG] = str(run_log)
     start = time.perf_counter()
     try:
-        client = NotebookClient(nb, timeout=1200, kernel_name="dlcourse", kernel_manager_class=UnixSocketKernelManager,
-                                resources={"metadata": {"path": str(path.parent)}})
+        client = SteadyNotebookClient(nb, timeout=1200, kernel_name="dlcourse",
+                                      kernel_manager_class=UnixSocketKernelManager,
+                                      resources={"metadata": {"path": str(path.parent)}})
         client.execute()
     finally:  # leave the environment as it was: a caller (a test) goes on in this process
         for name, value in before.items():

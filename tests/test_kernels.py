@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import nbformat
@@ -56,3 +57,24 @@ def test_run_notebook_writes_the_executed_copy_and_names_the_cell_that_failed(tm
     cells = nbformat.read(out, as_version=4).cells
     assert cells[0].execution_count == 1 and cells[2].get("execution_count") is None, "the partial run was not kept"
     assert main([str(bad)]) == 1
+
+
+def test_cells_that_draw_into_output_widgets_do_not_wait_out_their_time_limit(tmp_path):
+    """nbclient's plain client can miss a cell's reply while it syncs an Output widget back to the kernel and
+    then sleeps until the cell's time limit: 40 such cells at a 15-s limit took 32 s and 47 s in two runs, with
+    gaps of exactly 15 s; the steady client takes about 3 s."""
+    from kernels import SteadyNotebookClient
+
+    draw = ("o = W.Output()\ndisplay(o)\no.clear_output(wait=True)\nwith o:\n    display(HTML('<b>x</b>' * 2000))\n"
+            "o.clear_output(wait=True)\nwith o:\n    print('y' * 5000)\n")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import ipywidgets as W\nfrom IPython.display import HTML, display")]
+        + [nbformat.v4.new_code_cell(draw) for _ in range(40)])
+    starts = []
+    SteadyNotebookClient(nb, timeout=20, kernel_name="dlcourse", kernel_manager_class=UnixSocketKernelManager,
+                         on_cell_start=lambda cell, cell_index: starts.append(time.monotonic()),
+                         resources={"metadata": {"path": str(tmp_path)}}).execute()
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert len(starts) == 41 and max(gaps) < 5, f"a cell waited {max(gaps):.1f} s for its reply"
+    widget = nb.cells[1].outputs[0]
+    assert widget.output_type == "display_data" and "application/vnd.jupyter.widget-view+json" in widget.data
