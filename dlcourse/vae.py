@@ -196,6 +196,25 @@ def train_vae(model: VAE, x_train: torch.Tensor, loss_fn: NegativeElbo, reparame
                   dynamic_binarization=dynamic_binarization)
 
 
+def squared_error_loss(kl: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> NegativeElbo:
+    """The "squared error plus KL" VAE loss many lectures write, for :func:`train_vae` and :func:`evaluate_elbo`.
+
+    Returns ``loss(x, logits, mu, logvar, beta) → (loss, reconstruction, kl)`` with reconstruction
+    ``‖x − σ(logits)‖²`` summed over the pixels and ``kl(mu, logvar)`` per image (the closed form the chapter's
+    exercise writes), each averaged over the batch. It is the negative ELBO of a Gaussian decoder
+    ``N(x; σ(logits), s²I)`` with ``s² = ½``, less its constant ``(D/2)·log π``; for any other ``s`` it is that
+    decoder's β-VAE loss with ``β = 1/(2s²)``, up to the factor ``2s²``.
+    """
+
+    def loss(x: torch.Tensor, logits: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor,
+             beta: float = 1.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        reconstruction = (x - torch.sigmoid(logits)).pow(2).flatten(1).sum(1).mean()
+        divergence = kl(mu, logvar).mean()
+        return reconstruction + beta * divergence, reconstruction, divergence
+
+    return loss
+
+
 def bernoulli_nll(x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
     """−log p(x | logits) of independent Bernoulli pixels, summed over the last dimension: (N, D) → (N,)."""
     return F.binary_cross_entropy_with_logits(logits, x, reduction="none").sum(-1)

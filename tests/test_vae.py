@@ -331,3 +331,23 @@ def test_the_beta_slider_shows_each_run_in_place():
     np.testing.assert_allclose(heights, runs[4.0].kl_per_dim, rtol=1e-6)
     assert figure.texts[0].get_text().startswith("β = 4: held-out reconstruction 400.0")
     plt.close("all")
+
+
+def test_the_squared_error_loss_is_a_gaussian_decoders_negative_elbo_at_half_variance():
+    from torch.distributions import Normal, kl_divergence
+
+    gen = torch.Generator().manual_seed(3)
+    x, logits = torch.rand(5, 12, generator=gen, dtype=torch.float64), torch.randn(5, 12, generator=gen,
+                                                                                   dtype=torch.float64)
+    mu, logvar = torch.randn(5, 3, generator=gen, dtype=torch.float64), torch.randn(5, 3, generator=gen,
+                                                                                    dtype=torch.float64)
+
+    def kl(m, lv):  # KL(N(m, e^lv) ‖ N(0, I)) per image, from torch.distributions
+        return kl_divergence(Normal(m, (0.5 * lv).exp()), Normal(torch.zeros_like(m), 1.0)).sum(-1)
+
+    loss, reconstruction, divergence = vae.squared_error_loss(kl)(x, logits, mu, logvar, beta=3.0)
+    gaussian_nll = -Normal(torch.sigmoid(logits), math.sqrt(0.5)).log_prob(x).sum(-1)  # s² = ½
+    torch.testing.assert_close(reconstruction, (gaussian_nll - 12 / 2 * math.log(math.pi)).mean())
+    torch.testing.assert_close(divergence, kl(mu, logvar).mean())
+    torch.testing.assert_close(loss, reconstruction + 3.0 * divergence)
+    assert not torch.allclose(reconstruction, (x - logits).pow(2).sum(-1).mean())  # the mean is σ(logits)
