@@ -8,7 +8,7 @@ reuse the same ports. Sockets named in Jupyter's runtime folder cannot be taken 
 nbclient waits for a cell's reply with one poll of the shell socket as long as the cell's time limit. When a
 cell draws into an ``Output`` widget, nbclient sends the widget's new state back to the kernel on that same
 socket while the poll is pending, and pyzmq can then miss the reply's wake-up: the poll sleeps until its
-timeout, finds the reply at the last moment and goes on as if nothing happened: chapter 06's patch-explorer
+timeout, finds the reply at the last moment and goes on as if nothing happened. Chapter 06's patch-explorer
 cell (3 s in the kernel) took 200 s, its time limit, on a 16-core GPU machine, in every run.
 :class:`SteadyNotebookClient` polls in short slices, so a missed wake-up costs at most one slice.
 """
@@ -80,10 +80,9 @@ class NotebookFailed(RuntimeError):
 def run_notebook(path: Path, timeout: float = 1200.0, out: Path | None = None,
                  kernel_name: str = "dlcourse") -> float:
     """Execute the notebook at ``path`` top to bottom, in its own folder, on a kernel on Unix sockets (with
-    :class:`SteadyNotebookClient`); the
-    seconds it took. The executed copy (outputs included) is written to ``out`` when given — also when a cell
-    failed, so the outputs up to it can be read. NotebookFailed names the first cell that failed or ran past
-    ``timeout`` seconds."""
+    :class:`SteadyNotebookClient`); the seconds it took. The executed copy (outputs included) is written to
+    ``out`` when given — also when a cell failed, so the outputs up to it can be read. NotebookFailed names the
+    first cell that failed or ran past ``timeout`` seconds."""
     import time
 
     import nbformat
