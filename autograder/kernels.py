@@ -74,17 +74,29 @@ class SteadyNotebookClient(NotebookClient):
 
 
 class NotebookFailed(RuntimeError):
-    """A notebook run by :func:`run_notebook` stopped; the message names the cell and the error."""
+    """A notebook run by :func:`run_notebook` stopped; ``where`` names the cell and what happened."""
+
+    def __init__(self, path: Path, where: str) -> None:
+        super().__init__(f"{path}: {where}")
+        self.where = where
 
 
-def run_notebook(path: Path, timeout: float = 1200.0, out: Path | None = None,
-                 kernel_name: str = "dlcourse") -> float:
+def stopped_at(nb: Any) -> str:
+    """The first code cell of an executed notebook that did not finish (no execution count, or an error
+    output), as "code cell N of M ('its first line')"."""
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    for number, cell in enumerate(code, 1):
+        if cell.get("execution_count") is None or any(o.get("output_type") == "error" for o in cell.outputs):
+            return f"code cell {number} of {len(code)} ({cell.source.strip().splitlines()[0][:70]!r})"
+    return "a cell"
+
+
+def run_notebook(path: Path, timeout: float = 1200.0, out: Path | None = None, kernel_name: str = "dlcourse",
+                 store_widget_state: bool = False) -> tuple[Any, float]:
     """Execute the notebook at ``path`` top to bottom, in its own folder, on a kernel on Unix sockets (with
-    :class:`SteadyNotebookClient`); the seconds it took. The executed copy (outputs included) is written to
-    ``out`` when given — also when a cell failed, so the outputs up to it can be read. NotebookFailed names the
-    first cell that failed or ran past ``timeout`` seconds."""
-    import time
-
+    :class:`SteadyNotebookClient`); the executed notebook and the seconds it took. The executed copy is also
+    written to ``out`` when given — also when a cell failed, so the outputs up to it can be read.
+    NotebookFailed names the first cell that failed or ran past ``timeout`` seconds."""
     import nbformat
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -92,17 +104,15 @@ def run_notebook(path: Path, timeout: float = 1200.0, out: Path | None = None,
     start = time.perf_counter()
     try:
         SteadyNotebookClient(nb, timeout=timeout, kernel_name=kernel_name, kernel_manager_class=UnixSocketKernelManager,
-                             record_timing=True, resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+                             store_widget_state=store_widget_state,
+                             resources={"metadata": {"path": str(Path(path).parent)}}).execute()
     except (CellTimeoutError, CellExecutionError, DeadKernelError) as err:
-        code = [c for c in nb.cells if c.cell_type == "code"]
-        stopped = next((n for n, c in enumerate(code, 1) if c.get("execution_count") is None
-                        or any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
         what = f"ran past {timeout:g} s" if isinstance(err, CellTimeoutError) else f"failed: {str(err)[-800:]}"
-        raise NotebookFailed(f"{path}: code cell {stopped} of {len(code)} {what}") from None
+        raise NotebookFailed(path, f"{stopped_at(nb)} {what}") from None
     finally:
         if out is not None:
             nbformat.write(nb, out)
-    return time.perf_counter() - start
+    return nb, time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="where to write the executed notebook (default: nowhere)")
     args = parser.parse_args(argv)
     try:
-        seconds = run_notebook(args.notebook, args.timeout, args.out)
+        _, seconds = run_notebook(args.notebook, args.timeout, args.out)
     except NotebookFailed as err:
         print(err, file=sys.stderr)
         return 1

@@ -23,7 +23,6 @@ import copy
 import html
 import os
 import sys
-import time
 from pathlib import Path
 
 import nbformat
@@ -46,30 +45,14 @@ class RenderError(RuntimeError):
 def execute(chapter: str, fast: bool, timeout: float = CELL_TIMEOUT) -> tuple[nbformat.NotebookNode, float]:
     """Run the chapter's source notebook top to bottom in its folder; the executed notebook and seconds.
     RenderError naming the cell when one runs past ``timeout`` seconds or fails."""
-    from kernels import SteadyNotebookClient, UnixSocketKernelManager  # autograder/kernels.py, beside this script
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    from kernels import NotebookFailed, run_notebook  # autograder/kernels.py, beside this script
 
     (source,) = sorted((SOLUTIONS / chapter).glob("*.ipynb"))
-    nb = nbformat.read(source, as_version=4)
     os.environ["DLCOURSE_FAST"] = "1" if fast else "0"  # the kernel inherits this process's environment
-    start = time.perf_counter()
     try:
-        SteadyNotebookClient(nb, timeout=timeout, kernel_name=KERNEL, store_widget_state=True,
-                             kernel_manager_class=UnixSocketKernelManager,
-                             resources={"metadata": {"path": str(source.parent)}}).execute()
-    except (CellTimeoutError, CellExecutionError, DeadKernelError) as err:
-        what = f"ran past {timeout:g} s" if isinstance(err, CellTimeoutError) else f"failed: {str(err)[-600:]}"
-        raise RenderError(f"{chapter}: {_stopped_at(nb)} {what}") from None
-    return nb, time.perf_counter() - start
-
-
-def _stopped_at(nb: nbformat.NotebookNode) -> str:
-    """The first code cell that did not finish (no execution count), as "code cell N ('its first line')"."""
-    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
-    for number, cell in enumerate(code, 1):
-        if cell.get("execution_count") is None or any(o.get("output_type") == "error" for o in cell.outputs):
-            return f"code cell {number} of {len(code)} ({cell.source.strip().splitlines()[0][:70]!r})"
-    return "a cell"
+        return run_notebook(source, timeout, kernel_name=KERNEL, store_widget_state=True)
+    except NotebookFailed as err:
+        raise RenderError(f"{chapter}: {err.where}") from None
 
 
 def student_copy(executed: nbformat.NotebookNode, chapter: str) -> nbformat.NotebookNode:

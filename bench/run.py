@@ -27,27 +27,22 @@ RUN_LOG = "DLCOURSE_RUN_LOG"  # dlcourse.training.RUN_LOG: where training runs r
 def notebook_seconds(path: Path, fast: bool, run_log: Path | None = None) -> float:
     """Wall time of executing the notebook top to bottom; its training runs go to ``run_log`` when given."""
     sys.path.insert(0, str(ROOT / "autograder"))
-    from kernels import SteadyNotebookClient, UnixSocketKernelManager
+    from kernels import run_notebook
 
-    nb = nbformat.read(path, as_version=4)
     before = {name: os.environ.get(name) for name in ("DLCOURSE_FAST", RUN_LOG)}
     os.environ["DLCOURSE_FAST"] = "1" if fast else "0"  # the kernel inherits this process's environment
     os.environ.pop(RUN_LOG, None)
     if run_log is not None:
         os.environ[RUN_LOG] = str(run_log)
-    start = time.perf_counter()
     try:
-        client = SteadyNotebookClient(nb, timeout=1200, kernel_name="dlcourse",
-                                      kernel_manager_class=UnixSocketKernelManager,
-                                      resources={"metadata": {"path": str(path.parent)}})
-        client.execute()
+        _, seconds = run_notebook(path, timeout=1200)
     finally:  # leave the environment as it was: a caller (a test) goes on in this process
         for name, value in before.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    return time.perf_counter() - start
+    return seconds
 
 
 def full_mode_run(path: Path) -> tuple[float, dict[str, dict]]:

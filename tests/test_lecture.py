@@ -135,16 +135,14 @@ def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp
     if browser.unavailable() is None:
         pytest.skip("run and checked in JupyterLab by tests/test_browser.py::"
                     "test_chapter_runs_in_the_browser_and_every_widget_responds")
-    from kernels import SteadyNotebookClient, UnixSocketKernelManager
+    from kernels import run_notebook
 
     for name in ("DLCOURSE_FAST", "NBGRADER_EXECUTION", "DLCOURSE_RETRAIN", "DLCOURSE_SAVE_CHECKPOINTS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DLCOURSE_LECTURE", "1")  # the kernel inherits this process's environment
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # correctness is checked here; one thread spares the other worker
     copy = lecture_copy_to_run(chapter, tmp_path / "lecture")
-    nb = nbformat.read(copy, as_version=4)
-    SteadyNotebookClient(nb, timeout=120, kernel_name="dlcourse", kernel_manager_class=UnixSocketKernelManager,
-                         resources={"metadata": {"path": str(copy.parent)}}).execute()
+    nb, _ = run_notebook(copy, timeout=120)
     cells = [(cell.source, [(out.name, out.text) for out in cell.outputs if out.output_type == "stream"])
              for cell in nb.cells if cell.cell_type == "code"]
     problems = lecture_run_problems(chapter, cells)
