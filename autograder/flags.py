@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from course_preprocessors import tampering
+from rewiring import tampering
 
 # Modules whose import alone is an escape hatch (or a way out of the sandbox's rules).
 MODULES = {

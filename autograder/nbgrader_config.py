@@ -12,11 +12,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import one_grader  # noqa: E402
-from course_preprocessors import ExerciseNames, LateNotice, RemoveModelAnswers, ResultsOnly  # noqa: E402
+from course_preprocessors import ExerciseNames, LateNotice, MarkSkippable, RemoveModelAnswers, ResultsOnly  # noqa: E402
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.converters import GenerateAssignment  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
-from needs import MarkSkippable  # noqa: E402
 
 c = get_config()  # noqa: F821
 

@@ -45,8 +45,6 @@ import symtable
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from nbgrader.preprocessors import NbGraderPreprocessor
-
 KEY = "dlcourse"        # the cell metadata key the release writes
 SKIP = "skip"           # metadata[KEY]["grading"] of a cell grading may leave out
 RUN_TAG = "grading-run"  # an instructor's tag in solutions/: always run this cell when grading
@@ -326,20 +324,3 @@ def skippable(nb) -> set[int]:  # noqa: ANN001 - a notebook
 def marked_skip(cell) -> bool:  # noqa: ANN001 - a notebook cell
     """Whether the release marks ``cell`` as one grading may leave out."""
     return cell.get("metadata", {}).get(KEY, {}).get("grading") == SKIP
-
-
-class MarkSkippable(NbGraderPreprocessor):
-    """``make release``: mark the cells grading may leave out (run before the answers and hidden tests go)."""
-
-    def preprocess(self, nb, resources):  # noqa: ANN001, ANN201 - nbconvert's signature
-        skip = skippable(nb)
-        for i, cell in enumerate(nb.cells):
-            meta = cell.metadata.get(KEY, {})
-            meta.pop("grading", None)
-            if i in skip:
-                meta["grading"] = SKIP
-            if meta:
-                cell.metadata[KEY] = meta
-            else:
-                cell.metadata.pop(KEY, None)
-        return nb, resources

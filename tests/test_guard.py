@@ -1,10 +1,10 @@
-"""What the grader reads in a student's source before running it: rewiring (course_preprocessors.tampering),
+"""What the grader reads in a student's source before running it: rewiring (rewiring.tampering),
 escape hatches (flags.escape_hatches) and hidden-test markers (grade.strip_markers)."""
 
 import pytest
-from course_preprocessors import tampering
 from flags import escape_hatches
 from grade import strip_markers
+from rewiring import tampering
 
 
 @pytest.mark.parametrize("source", [
