@@ -213,8 +213,9 @@ def lecture_lab(tmp_path_factory):
 @pytest.mark.xdist_group("lecture-slides")
 def test_every_chapter_opens_as_a_slideshow_in_jupyterlab(lecture_lab):
     """The deck starts on every lecture copy, opens on the title, and every slide and sub-slide of the chapter
-    can be shown, the cells after its heading with it. (One page; each chapter opened in it as a lecturer opens
-    a notebook from the file browser, then shut down.)"""
+    can be shown, the cells after its heading with it. (One page; each chapter after the first opened in it
+    without a kernel, as *Open With → Notebook (no kernel)* does: the slides need none, and the projector test
+    below runs one; then closed.)"""
     from browser import NotebookPage
 
     lab, browser = lecture_lab
@@ -223,7 +224,8 @@ def test_every_chapter_opens_as_a_slideshow_in_jupyterlab(lecture_lab):
         for k, chapter in enumerate(CHAPTERS):
             if k:
                 page.page.evaluate("""async path => { const app = window.jupyterapp;
-                    const w = await app.commands.execute('docmanager:open', {path});
+                    const w = await app.commands.execute('docmanager:open',
+                        {path, kernelPreference: {shouldStart: false, shouldReuse: false}});
                     await w.context.ready; app.shell.activateById(w.id); }""", f"{chapter}/{chapter}.ipynb")
                 page.page.wait_for_function(
                     "p => { const w = window.jupyterapp.shell.currentWidget; "
