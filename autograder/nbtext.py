@@ -1,88 +1,64 @@
-"""A chapter's nbgrader source notebook as plain text and back, for editing and reviewing in any editor.
+"""A chapter's nbgrader source notebook as text and back, for editing and reviewing in any editor.
 
-Each cell starts with a marker line, then its source::
+The text is jupytext's percent format: each cell starts with a ``# %%`` line that carries its metadata (the
+nbgrader settings as JSON, tags, a hidden source), then its source, markdown as ``#`` comments::
 
-    #%% md [id=title locked]
-    #%% code [id=softmax_answer solution]
-    #%% code [id=softmax_hidden tests points=3]
-    #%% code [id=demo hide]
-    #%% md [id=recap_model_answers model-answer]
+    # %% [markdown] id="title" nbgrader={"grade": false, "grade_id": "title", "locked": true, ...}
+    # %% id="softmax_answer" nbgrader={"grade": false, "grade_id": "softmax_answer", ..., "solution": true}
+    # %% id="softmax_hidden" nbgrader={"grade": true, "grade_id": "softmax_hidden", ..., "points": 3, ...}
 
-``locked``, ``solution`` and ``tests points=N`` set the nbgrader metadata (the id is then the grade id);
-``hide`` collapses the cell's source; ``model-answer`` tags the instructor's answers to the recap questions,
-which the release drops. Converting a notebook to text and back gives the same notebook.
+jupytext converts; this module adds only what jupytext's text formats do not keep:
 
-    python autograder/nbtext.py text solutions/04_gpt_decoding/04_gpt_decoding.ipynb > ch04.txt
-    python autograder/nbtext.py notebook ch04.txt solutions/04_gpt_decoding/04_gpt_decoding.ipynb
+* the cells' ids (nbformat's ``id``; the release, the diffs and the lecture copies rely on them staying put):
+  written as an ``id`` entry on the cell's line and put back. A cell typed without one gets a new id;
+* the notebook's own metadata as it was (kernel and language), without a jupytext section.
+
+Converting a notebook to text and back gives the same notebook (tests/test_nbtext.py, every chapter).
+
+    python autograder/nbtext.py text solutions/04_gpt_decoding/04_gpt_decoding.ipynb > ch04.py
+    python autograder/nbtext.py notebook ch04.py solutions/04_gpt_decoding/04_gpt_decoding.ipynb
 """
 
 from __future__ import annotations
 
-import re
+import copy
 import sys
 from pathlib import Path
 
+import jupytext
 import nbformat
-from course_preprocessors import MODEL_ANSWER_TAG
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-MARKER = re.compile(r"^#%% (md|code) \[([^\]]*)\]\n", flags=re.M)
-KERNEL = {"name": "dlcourse", "display_name": "Python 3 (dlcourse)", "language": "python"}
+FORMAT = "py:percent"
+ID = "id"  # the cell-line entry that carries the cell's id
+# kept in the text's header: the kernel and the language; jupytext's own section is left out
+NOTEBOOK_METADATA = "kernelspec,language_info,-jupytext"
 
 
 def to_text(notebook: nbformat.NotebookNode) -> str:
-    """The notebook's cells as marked text."""
-    parts = []
-    for cell in notebook.cells:
-        meta = cell.metadata.get("nbgrader")
-        attrs = [f"id={meta['grade_id'] if meta else cell.id.replace('-', '_')}"]
-        if meta:
-            if meta.get("solution"):
-                attrs.append("solution")
-            elif meta.get("grade"):
-                attrs += ["tests", f"points={meta['points']}"]
-            elif meta.get("locked"):
-                attrs.append("locked")
-        if cell.metadata.get("jupyter", {}).get("source_hidden"):
-            attrs.append("hide")
-        if MODEL_ANSWER_TAG in cell.metadata.get("tags", []):
-            attrs.append(MODEL_ANSWER_TAG)
-        kind = "md" if cell.cell_type == "markdown" else "code"
-        parts.append(f"#%% {kind} [{' '.join(attrs)}]\n{cell.source}\n")
-    return "\n".join(parts)
+    """The notebook as percent-format text, each cell's id and metadata on its ``# %%`` line."""
+    nb = copy.deepcopy(notebook)
+    for cell in nb.cells:
+        if ID in cell.metadata:
+            raise ValueError(f"cell {cell.id} has an {ID!r} metadata entry, which the text uses for the cell's id")
+        cell.metadata = {ID: cell.id, **cell.metadata}
+    nb.metadata["jupytext"] = {"notebook_metadata_filter": NOTEBOOK_METADATA, "cell_metadata_filter": "all"}
+    return jupytext.writes(nb, fmt=FORMAT)
 
 
 def to_notebook(text: str) -> nbformat.NotebookNode:
-    """Marked text → a validated nbgrader source notebook (no outputs)."""
-    pieces = MARKER.split(text)
-    if pieces[0].strip():
-        raise ValueError("text before the first cell marker: " + pieces[0].strip()[:60])
-    cells = []
-    for kind, attrs, body in zip(pieces[1::3], pieces[2::3], pieces[3::3], strict=True):
-        opts = dict(a.split("=", 1) if "=" in a else (a, "") for a in attrs.split())
-        if "id" not in opts:
-            raise ValueError(f"a cell marker without an id: [{attrs}]")
-        body = body.rstrip("\n")
-        cell = new_markdown_cell(body) if kind == "md" else new_code_cell(body)
-        cell.id = opts["id"].replace("_", "-")
-        grading = None
-        if "solution" in opts:
-            grading = {"grade": False, "solution": True, "locked": False}
-        elif "tests" in opts:
-            grading = {"grade": True, "solution": False, "locked": True, "points": int(opts["points"])}
-        elif "locked" in opts:
-            grading = {"grade": False, "solution": False, "locked": True}
-        if grading is not None:
-            grading.update({"grade_id": opts["id"], "schema_version": 3})
-            cell.metadata["nbgrader"] = grading
-        if "hide" in opts:
-            cell.metadata["jupyter"] = {"source_hidden": True}
-        if MODEL_ANSWER_TAG in opts:
-            cell.metadata["tags"] = [MODEL_ANSWER_TAG]
-        cells.append(cell)
-    notebook = new_notebook(cells=cells, metadata={"kernelspec": KERNEL, "language_info": {"name": "python"}})
-    nbformat.validate(notebook)
-    return notebook
+    """Percent-format text → a validated nbgrader source notebook (no outputs)."""
+    nb = jupytext.reads(text, fmt=FORMAT)
+    nb.metadata.pop("jupytext", None)
+    seen: set[str] = set()
+    for cell in nb.cells:
+        given = cell.metadata.pop(ID, None)
+        if given is not None:
+            cell.id = str(given)
+        if cell.id in seen:
+            raise ValueError(f"two cells have the id {cell.id!r}")
+        seen.add(cell.id)
+    nbformat.validate(nb)
+    return nb
 
 
 def main(argv: list[str]) -> int:
