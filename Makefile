@@ -55,6 +55,10 @@ $(STAMP): requirements.txt pyproject.toml
 	  --env HF_HUB_OFFLINE 1 --env HF_DATASETS_OFFLINE 1 >/dev/null
 	@$(BIN)/jupyter labextension enable nbgrader >/dev/null 2>&1 || true
 	@$(BIN)/jupyter labextension disable "@jupyterlab/apputils-extension:announcements" >/dev/null 2>&1 || true
+	@# jupytext is here for autograder/nbtext.py; the course's notebooks are .ipynb, so its JupyterLab parts stay off
+	@$(BIN)/jupyter labextension disable jupyterlab-jupytext >/dev/null 2>&1 || true
+	@rm -f $(VENV)/etc/jupyter/jupyter_server_config.d/jupytext.json $(VENV)/etc/jupyter/jupyter_notebook_config.d/jupytext.json
+	@$(BIN)/jupyter server extension disable --sys-prefix jupyterlab_jupytext >/dev/null 2>&1 || true
 	@touch $(STAMP)
 
 lab: setup ## JupyterLab on course/ with the course kernel (ARGS="--port=8899 --no-browser" to jupyter lab)

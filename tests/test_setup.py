@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -20,3 +21,17 @@ def test_no_process_pays_for_the_iri_format_checker():
             "nbformat.validate(nb); print('rfc3987_syntax' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr
+
+
+def test_jupytexts_jupyterlab_parts_stay_off():
+    """jupytext is installed for autograder/nbtext.py only: JupyterLab (the lab, lectures, formgrader, the browser
+    tests) loads neither its server extension nor its front-end."""
+    jupyter = Path(sys.executable).parent / "jupyter"
+    server = subprocess.run([str(jupyter), "server", "extension", "list"], capture_output=True, text=True,
+                            timeout=120)
+    states = [line for line in (server.stdout + server.stderr).splitlines()  # its state; then "OK" if it imports
+              if line.split()[:1] == ["jupyterlab_jupytext"] and "OK" not in line]
+    assert states and all("disabled" in line for line in states), states
+    lab = subprocess.run([str(jupyter), "labextension", "list"], capture_output=True, text=True, timeout=120)
+    entry = [line for line in (lab.stdout + lab.stderr).splitlines() if "jupyterlab-jupytext v" in line]
+    assert entry and "disabled" in entry[0], entry
