@@ -104,7 +104,9 @@ def test_the_image_installs_the_course_pins_and_fits_the_chart():
     copies = [args for kind, args in steps if kind == "COPY"]
     assert any(args.split()[0] == "requirements.txt" for args in copies), copies  # the file make setup installs
     runs = " ".join(args for kind, args in steps if kind == "RUN")
-    assert "-r requirements.txt -r deploy/kubernetes/image-requirements.txt" in runs and "pip check" in runs
+    assert "-r requirements.txt -r deploy/kubernetes/image-requirements.txt" in runs
+    # pip check passes on the pinned set; ngshare-exchange (its jupyter-core pin unmet on purpose) comes after it
+    assert runs.index("pip check") < runs.index("--no-deps ngshare-exchange")
     course, extra = _pins(ROOT / "requirements.txt"), _pins(DEPLOY / "image-requirements.txt")
     assert not set(course) & set(extra), "a package pinned twice"
     assert extra["jupyterhub"].split(".")[0] == HUB_VERSION.split(".")[0]  # the single-user server fits the hub
