@@ -58,7 +58,6 @@ $(STAMP): requirements.txt pyproject.toml
 	@# jupytext is here for autograder/nbtext.py; the course's notebooks are .ipynb, so its JupyterLab parts stay off
 	@$(BIN)/jupyter labextension disable jupyterlab-jupytext >/dev/null 2>&1 || true
 	@rm -f $(VENV)/etc/jupyter/jupyter_server_config.d/jupytext.json $(VENV)/etc/jupyter/jupyter_notebook_config.d/jupytext.json
-	@$(BIN)/jupyter server extension disable --sys-prefix jupyterlab_jupytext >/dev/null 2>&1 || true
 	@touch $(STAMP)
 
 lab: setup ## JupyterLab on course/ with the course kernel (ARGS="--port=8899 --no-browser" to jupyter lab)

@@ -195,8 +195,8 @@ def _full_marks(chapter: str) -> Known:
     points = {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
               for c in nbformat.read(_release(chapter), as_version=4).cells
               if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
-    tests = [SimpleNamespace(grade_id=gid, score=p, points=p) for gid, p in points.items()]
-    return Known(tests, sum(t.score for t in tests), sum(points.values()))
+    total = sum(points.values())
+    return Known([SimpleNamespace(grade_id=gid, score=p, points=p) for gid, p in points.items()], total, total)
 
 
 @pytest.fixture(scope="module")
