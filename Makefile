@@ -18,7 +18,7 @@ AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 ARGS   ?=
 
 
-.PHONY: instructor-only help setup lab lecture formgrader validate test test-fast check lint release autograde feedback grades bundle gradescope bench checkpoints clean-grading html
+.PHONY: instructor-only help setup lab lecture formgrader validate test test-fast check lint release autograde feedback grades bundle gradescope hub hub-release hub-collect hub-feedback bench checkpoints clean-grading html
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -41,6 +41,11 @@ setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader exten
 	@if [ -f autograder/offline.py ]; then $(PY) autograder/offline.py fetch || \
 	  echo "make html will need CDN=1 (its pages will load their scripts from the internet)"; fi
 	@if [ -f autograder/sandbox.py ]; then $(PY) autograder/sandbox.py check || true; fi
+	@# make hub's proxy (JupyterHub's configurable-http-proxy is a Node.js program, from the npm registry)
+	@[ ! -f autograder/hub.py ] || test -x .hub/node_modules/.bin/configurable-http-proxy || \
+	  { command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix .hub \
+	    configurable-http-proxy@5.3.0 >/dev/null 2>&1; } || \
+	  echo "no configurable-http-proxy (needs Node.js and npm): make hub will not start"
 	@echo "setup complete: run 'make test' to check everything, 'make lab' to start"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -108,6 +113,23 @@ feedback: instructor-only setup ## HTML feedback (hidden tests removed) under au
 
 grades: instructor-only setup ## export grades to autograder/grades.csv and review.csv (FORMAT=canvas or moodle, CH="00_welcome 01_seq2seq_attention", MISSING=zero)
 	$(PIPELINE) grades $(if $(FORMAT),--format $(FORMAT)) $(foreach c,$(CH),--chapter $(c)) $(if $(MISSING),--missing $(MISSING))
+
+hub: instructor-only setup ## a JupyterHub for the class on this machine: an account per roster id (ROSTER=autograder/roster.csv), the repository closed to students, nbgrader's exchange in HUB_ROOT (default /srv/dlcourse), INSTRUCTOR=instructor its admin; as root; HUB_IP=0.0.0.0 HUB_PORT=8000 SSL_CERT= SSL_KEY= for HTTPS
+	$(PY) autograder/hub.py start $(if $(ROSTER),--roster $(ROSTER)) $(if $(HUB_ROOT),--root $(HUB_ROOT)) \
+	  $(if $(HUB_IP),--ip $(HUB_IP)) $(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(INSTRUCTOR),--instructor $(INSTRUCTOR)) \
+	  $(if $(SSL_CERT),--ssl-cert $(SSL_CERT)) $(if $(SSL_KEY),--ssl-key $(SSL_KEY))
+
+hub-release: instructor-only setup ## put a released chapter on the hub's exchange, for students to fetch (CH=00_welcome)
+	@test -n "$(CH)" || { echo "say which chapter: make hub-release CH=00_welcome"; exit 2; }
+	$(PY) autograder/hub.py release --chapter $(CH) $(if $(HUB_ROOT),--root $(HUB_ROOT))
+
+hub-collect: instructor-only setup ## bring the chapter's submissions from the hub's exchange into autograder/submitted/ (CH=00_welcome); then make autograde
+	@test -n "$(CH)" || { echo "say which chapter: make hub-collect CH=00_welcome"; exit 2; }
+	$(PY) autograder/hub.py collect --chapter $(CH) $(if $(HUB_ROOT),--root $(HUB_ROOT))
+
+hub-feedback: instructor-only setup ## make feedback, and return the chapter's feedback to students through the hub's exchange (CH=00_welcome)
+	@test -n "$(CH)" || { echo "say which chapter: make hub-feedback CH=00_welcome"; exit 2; }
+	$(PY) autograder/hub.py feedback --chapter $(CH) $(if $(HUB_ROOT),--root $(HUB_ROOT))
 
 bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (no solutions, no hidden tests)
 	$(PIPELINE) bundle

@@ -35,6 +35,8 @@ c.CourseDirectory.autograded_directory = str(GRADING / "autograded")
 c.CourseDirectory.feedback_directory = str(GRADING / "feedback")
 c.CourseDirectory.db_url = os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.egg-info", ".DS_Store"]
+# nbgrader's folder exchange of `make hub` (hub.py sets DLCOURSE_EXCHANGE to <HUB_ROOT>/exchange).
+c.Exchange.root = os.environ.get("DLCOURSE_EXCHANGE", "/srv/dlcourse/exchange")
 
 # The release drops the instructor's model answers to the recap questions before anything else, then marks the
 # cells grading may leave out (needs.py), while the reference answers and hidden tests are still there to read.

@@ -491,7 +491,14 @@ class Recorder:
             out_dir = AUTOGRADED / result.student / result.chapter
             out_dir.mkdir(parents=True, exist_ok=True)
             nbformat.write(graded_nb, out_dir / f"{notebook_name}.ipynb")
-            (out_dir / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) + "\n")
+            # As nbgrader's autograde: the submission's timestamp.txt and, from the exchange, its secret, which
+            # feedback carries on and nbgrader's release_feedback needs (its hash names the student's feedback)
+            handed_in = SUBMITTED / result.student / result.chapter
+            for name in ("timestamp.txt", "submission_secret.txt"):
+                if (handed_in / name).is_file():
+                    shutil.copyfile(handed_in / name, out_dir / name)
+            if not (handed_in / "timestamp.txt").is_file():
+                (out_dir / "timestamp.txt").write_text(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) + "\n")
         target = result_path(result.student, result.chapter)
         before = _read_result(target)
         data = {**result.to_json(), "fingerprint": fingerprint, "submission": submission, **extra}

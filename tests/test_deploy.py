@@ -109,7 +109,7 @@ def test_the_image_installs_the_course_pins_and_fits_the_chart():
     assert runs.index("pip check") < runs.index("--no-deps ngshare-exchange")
     course, extra = _pins(ROOT / "requirements.txt"), _pins(DEPLOY / "image-requirements.txt")
     assert not set(course) & set(extra), "a package pinned twice"
-    assert extra["jupyterhub"].split(".")[0] == HUB_VERSION.split(".")[0]  # the single-user server fits the hub
+    assert course["jupyterhub"].split(".")[0] == HUB_VERSION.split(".")[0]  # the single-user server fits the hub
     assert "ipykernel install --sys-prefix --name dlcourse" in runs and "dlcourse.assets fetch" in runs
     assert "chmod -R a-w /opt/dlcourse" in runs  # the course package, data and models read-only
     assert ("USER", "1000") in steps and steps[-1] == ("CMD", '["jupyterhub-singleuser"]')
