@@ -43,6 +43,7 @@ class TestScore:
     points: float
     score: float
     message: str = ""
+    seconds: float = 0.0  # how long the test ran (in the grader, with the calls into the kernel it made)
 
 
 @dataclass
@@ -415,10 +416,12 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
                 score = TestScore(step.grade_id, step.exercise, step.points, 0.0,
                                   "not run: the submission used up its time limit")
             else:
+                began = time.monotonic()
                 test = kernel.run_test(test_source, prelude, min(cell_timeout, left), step.grade_id)
                 lap("tests")
                 score = TestScore(step.grade_id, step.exercise, step.points, step.points if test.passed else 0.0,
-                                  "passed" if test.passed else test.message[:4000])
+                                  "passed" if test.passed else test.message[:4000],
+                                  round(time.monotonic() - began, 3))
                 if test.kernel_lost:
                     result.notices.append(f"the kernel {'died' if test.kernel_lost == 'died' else 'hung'} during "
                                           f"{step.grade_id}; it was restarted and the cells before it run again")
