@@ -177,7 +177,7 @@ def probe(student: str, repo: Path = ROOT) -> None:
             "closed = []\n"
             "for p in sys.argv[1:]:\n"
             "    try:\n"
-            "        open(p).close() if p.endswith(('.py', '.db', '.csv')) else __import__('os').listdir(p)\n"
+            "        __import__('os').listdir(p)\n"
             "    except PermissionError:\n"
             "        closed.append(p)\n"
             "sys.exit(0 if len(closed) == len(sys.argv) - 1 else 'readable: ' + ', '.join(sorted("
@@ -194,9 +194,9 @@ def probe(student: str, repo: Path = ROOT) -> None:
 
 
 def prepare_root(root: Path) -> None:
-    """The hub's folder (755), its state (700: the database, cookie secret), the exchange (755, root's;
-    nbgrader's release makes the course's inbound folder writable but not listable) and the students' Jupyter
-    settings (a copy of deploy/hub/student/, which the lock closes with the rest of deploy/)."""
+    """The hub's folder (755), its state (700: the database, cookie secret), the exchange (1777, with the course's
+    folders in nbgrader's modes: inbound writable but not listable) and the students' Jupyter settings (a copy of
+    deploy/hub/student/, which the lock closes with the rest of deploy/)."""
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
     settings = root / "student"

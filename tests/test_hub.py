@@ -24,7 +24,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser import launch, unavailable, wait_for_server
+from browser import _free_port, launch, unavailable, wait_for_server
 from conftest import ROOT
 from kernel import reference_answers
 from kernel import released_notebook as submission
@@ -46,12 +45,6 @@ pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("hub")]
 CHAPTER = "00_welcome"
 WRONG = ("sgd", "steps up the gradient")  # bob's planted wrong answer: exercise, what is wrong
 SHOTS = ROOT / "build" / "browser" / "hub"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env(grading: Path, **extra: str) -> dict[str, str]:
@@ -68,9 +61,9 @@ def _make(grading: Path, *args: str) -> str:
     return done.stdout
 
 
-def _as(user: str, code: str) -> subprocess.CompletedProcess:
-    """Python ``code`` run as ``user`` (what their server's kernels and terminals can do)."""
-    return subprocess.run(["runuser", "-u", user, "--", sys.executable, "-c", code], capture_output=True,
+def _as(user: str, code: str, *args: str) -> subprocess.CompletedProcess:
+    """Python ``code`` run as ``user`` with ``args`` (what their server's kernels and terminals can do)."""
+    return subprocess.run(["runuser", "-u", user, "--", sys.executable, "-c", code, *args], capture_output=True,
                           text=True, cwd="/", timeout=120)
 
 
@@ -151,9 +144,14 @@ def _lab(browser, cls, user: str):
     """The student's JupyterLab (spawned on first login) with the Assignments panel open."""
     page = _login(browser, cls, user)
     page.wait_for_url(f"**/user/{user}/lab**", timeout=180_000)
+    _assignments(page)
+    return page
+
+
+def _assignments(page) -> None:
+    """Nbgrader → Assignment List: the panel where students fetch, validate, submit and fetch feedback."""
     page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
     page.locator(".lm-Menu-itemLabel", has_text="Assignment List").click()
-    return page
 
 
 def _contents(page, user: str, path: str, body: dict | None = None) -> dict:
@@ -221,8 +219,7 @@ def cycle(cls):
             seen["feedback"] = _make(grading, "hub-feedback", f"CH={CHAPTER}", f"HUB_ROOT={cls['root']}")
             for student, page in pages.items():
                 page.reload()
-                page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
-                page.locator(".lm-Menu-itemLabel", has_text="Assignment List").click()
+                _assignments(page)
                 page.get_by_role("button", name="Fetch Feedback", exact=True).first.click()
                 page.get_by_text("(view feedback)").first.wait_for()
                 _shot(page, f"feedback-{cls['students'][student]}")
@@ -320,8 +317,7 @@ def test_a_student_cannot_read_what_is_not_theirs(cls, cycle):
             "    except PermissionError:\n"
             "        out[what] = 'refused'\n"
             "print(json.dumps(out))\n")
-    done = subprocess.run(["runuser", "-u", ann, "--", sys.executable, "-c", code, json.dumps(secret)],
-                          capture_output=True, text=True, cwd="/", timeout=120)
+    done = _as(ann, code, json.dumps(secret))
     assert done.returncode == 0, done.stderr
     reached = json.loads(done.stdout)
     assert {what for what, how in reached.items() if how != "refused"} == set(), reached
