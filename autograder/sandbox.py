@@ -10,6 +10,13 @@ cgroup namespaces, with a scrubbed environment, as an unprivileged user id. Limi
 cgroup memory, process count (cgroup), open files, file size, CPU time. Killing the sandbox's first
 process ends every process in it.
 
+Kernels are forked from a fork server in such a sandbox (``autograder/forkserver.py``): each fork gets new
+user, mount, PID, network and IPC namespaces of its own, its own ``/tmp`` with only its own exchange
+folder, the submission's cgroup and rlimits, before any of its code runs. What differs from a kernel
+started on its own: its ``/proc`` lists the server's processes and the other kernels forked from it (their
+memory, environment and open files stay refused: every one of them is non-dumpable, and none is in the
+kernel's PID namespace). ``DLCOURSE_FORK_SERVER=0`` starts each kernel on its own.
+
 Where namespaces cannot be had but the grader is root (Gradescope runs its autograder as root in a Docker
 container that refuses them), ``Sandbox(user=UID)`` runs the kernel as that unprivileged user instead
 (``setpriv``: real and effective ids switched, supplementary groups cleared, no new privileges, killed with
@@ -238,16 +245,24 @@ class Sandbox:
         env.update(extra or {})
         return env
 
-    def command(self, argv: list[str], exchange: Path, workdir: str = "/tmp/work") -> list[str]:
-        """``argv`` wrapped in limits and (unless unsafe) bubblewrap; ``exchange`` stays shared with the grader."""
+    def command(self, argv: list[str], exchange: Path, workdir: str = "/tmp/work", limited: bool = True,
+                extra_dirs: tuple[str, ...] = ()) -> list[str]:
+        """``argv`` wrapped in limits and (unless unsafe) bubblewrap; ``exchange`` stays shared with the grader.
+
+        ``limited=False`` leaves out the cgroup and the rlimits (the kernels' fork server, which runs no
+        student's code: each kernel it forks is limited on its own); ``extra_dirs``: empty folders to make in
+        the sandbox (bubblewrap mode)."""
         lim = self.limits
         rlimits = ["prlimit", f"--nofile={lim.open_files}", f"--fsize={lim.file_size_bytes}",
                    f"--cpu={lim.cpu_seconds}", "--core=0"]
         if "memory" not in self.cgroup.limited:
             rlimits.append(f"--as={lim.memory_bytes * 2}")  # virtual memory is larger than resident; a backstop
         rlimits.append("--")
+        enter = self.cgroup.enter_command() if limited else []
+        if not limited:
+            rlimits = []
         if self.shared_filesystem:
-            return self.cgroup.enter_command() + rlimits + self.switch_user() + argv
+            return enter + rlimits + self.switch_user() + argv
         cmd = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
                "--hostname", "grading", "--die-with-parent", "--new-session"]  # env: Popen passes only ours
         for d in ("/usr", "/etc", "/opt"):
@@ -272,8 +287,10 @@ class Sandbox:
             p = ROOT / rel
             if p.exists():
                 cmd += ["--ro-bind", str(p), str(p)]
+        for d in extra_dirs:
+            cmd += ["--dir", d]
         cmd += ["--bind", str(exchange), str(exchange), "--chdir", workdir]
-        return self.cgroup.enter_command() + rlimits + cmd + ["--", *argv]
+        return enter + rlimits + cmd + ["--", *argv]
 
     def start(self) -> None:
         self.cgroup.create()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import forkserver
 from jupyter_client import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 from sandbox import Sandbox
@@ -133,8 +134,13 @@ class GradingKernel:
 
     def __init__(self, sandbox: Sandbox, env: dict[str, str] | None = None, start_timeout: float = 120) -> None:
         self.sandbox, self.extra_env, self.start_timeout = sandbox, env or {}, start_timeout
-        self.exchange = Path(tempfile.mkdtemp(prefix="dlg-"))
+        # bubblewrap mode: the kernel is forked from a server that loaded Python's and torch's modules once
+        # (forkserver.py); its exchange folder is then one the server's forks can reach
+        self.server = (forkserver.server_for(sandbox.environment(Path("/"), self.extra_env))
+                       if forkserver.enabled(sandbox) else None)
+        self.exchange = self.server.exchange() if self.server else Path(tempfile.mkdtemp(prefix="dlg-"))
         os.chmod(self.exchange, 0o755)
+        self.forked = False  # whether the running kernel came from the fork server
         self.proc: subprocess.Popen | None = None
         self.client: BlockingKernelClient | None = None
         self.log = self.exchange / "kernel.log"
@@ -165,14 +171,26 @@ class GradingKernel:
         ipc = self.exchange / "ipc" if self.sandbox.user is not None else self.exchange
         write_connection_file(str(conn), transport="ipc", ip=str(ipc / "k"))
         self.sandbox.hand_over(conn, *(self.exchange / d for d in own))
-        argv = [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", str(conn),
-                "--HistoryManager.enabled=False"]
-        cmd = self.sandbox.command(argv, self.exchange, workdir="/tmp/work")
-        env = self.sandbox.environment(self.exchange, self.extra_env)
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True,
-                                         cwd=str(self.exchange / "work") if self.sandbox.shared_filesystem else "/")
+        kernel_args = ["-f", str(conn), "--HistoryManager.enabled=False"]
+        self.proc, self.forked = None, False
+        if self.server is not None and self.server.usable():
+            try:
+                self.proc, self.forked = self.server.spawn(self.sandbox, self.exchange, kernel_args), True
+            except OSError as err:  # started the usual way below; the log says why
+                with open(self.log, "a") as log:
+                    log.write(f"[grader] {err}; the kernel starts as a process of its own\n")
+        elif self.server is not None:
+            with open(self.log, "a") as log:
+                log.write(f"[grader] {self.server.failed}; the kernel starts as a process of its own\n")
+        if self.proc is None:
+            argv = [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", *kernel_args]
+            cmd = self.sandbox.command(argv, self.exchange, workdir="/tmp/work")
+            env = self.sandbox.environment(self.exchange, self.extra_env)
+            with open(self.log, "ab") as log:
+                self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                             start_new_session=True,
+                                             cwd=str(self.exchange / "work") if self.sandbox.shared_filesystem
+                                             else "/")
         self.client = BlockingKernelClient(connection_file=str(conn))
         self.client.load_connection_file()
         self.client.start_channels()

@@ -10,6 +10,8 @@ comparison then runs in the grader's own clean interpreter.
 * :mod:`dlcourse.grading.agent` — the kernel side: looks up the student's names and calls them;
 * :mod:`dlcourse.grading.remote` — the grader side: proxies for the student's objects, guards that travel
   with each call.
+* :mod:`dlcourse.grading.zygote` — the fork server in the sandbox that each submission's kernel is forked
+  from, isolated again before it runs.
 
 Students have this package too; nothing in it is secret. What decides a grade lives in ``autograder/``.
 """
