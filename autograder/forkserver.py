@@ -159,8 +159,11 @@ class ForkServer:
         if "memory" not in sandbox.cgroup.limited:
             limits["address_space"] = lim.memory_bytes * 2  # as the usual start's prlimit: a backstop
         key = str(next(self._ids))
+        # what the sandbox shows under /tmp (a checkout or a virtual environment there): the fork's new /tmp
+        # shows it again
+        keep = [p for p in sandbox.read_only_paths() if Path(p).is_relative_to("/tmp")]
         request = {"spawn": key, "exchange": str(exchange), "env": self.env, "argv": argv, "workdir": workdir,
-                   "limits": limits}
+                   "limits": limits, "keep": keep}
         with self._lock:
             answer = self._ask(request)
             if "pid" not in answer:

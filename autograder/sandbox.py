@@ -280,17 +280,18 @@ class Sandbox:
         cmd += ["--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
         for d in ("/tmp/home", "/tmp/home/.cache", workdir):
             cmd += ["--perms", "0777", "--dir", d]
-        for root in _python_roots():
-            if not str(root).startswith(("/usr", "/etc", "/opt")):
-                cmd += ["--ro-bind", str(root), str(root)]
-        for rel in STUDENT_PATHS:
-            p = ROOT / rel
-            if p.exists():
-                cmd += ["--ro-bind", str(p), str(p)]
+        for p in self.read_only_paths():
+            cmd += ["--ro-bind", p, p]
         for d in extra_dirs:
             cmd += ["--dir", d]
         cmd += ["--bind", str(exchange), str(exchange), "--chdir", workdir]
         return enter + rlimits + cmd + ["--", *argv]
+
+    def read_only_paths(self) -> list[str]:
+        """What bubblewrap mode shows read-only besides the system's folders: the Python installation, the
+        virtual environment and what a student has (:data:`STUDENT_PATHS`)."""
+        found = [str(root) for root in _python_roots() if not str(root).startswith(("/usr", "/etc", "/opt"))]
+        return found + [str(ROOT / rel) for rel in STUDENT_PATHS if (ROOT / rel).exists()]
 
     def start(self) -> None:
         self.cgroup.create()

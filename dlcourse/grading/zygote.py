@@ -79,16 +79,22 @@ def _die_with_parent() -> None:
     _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _private_filesystem(exchange: str, workdir: str, tmp_bytes: int) -> None:
-    """A fresh ``/tmp`` holding only this kernel's exchange folder (at the same path), home and working folder."""
+def _private_filesystem(exchange: str, workdir: str, tmp_bytes: int, keep: list[str]) -> None:
+    """A fresh ``/tmp`` holding only this kernel's exchange folder (at the same path), home and working folder,
+    and the read-only folders of the sandbox that lie under ``/tmp`` (``keep``: a checkout there)."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=65536,mode=700")
-    own = os.path.join(STAGE, "own")
+    own, old = os.path.join(STAGE, "own"), os.path.join(STAGE, "old")
     os.mkdir(own)
+    os.mkdir(old)
     _mount(exchange, own, None, MS_BIND | MS_REC)
+    _mount("/tmp", old, None, MS_BIND | MS_REC)  # the sandbox's /tmp, to take the kept folders from
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(tmp_bytes)},mode=1777")
     os.makedirs(exchange)
     _mount(own, exchange, None, MS_MOVE)
+    for path in sorted(keep, key=len):  # (read-only binds stay read-only: their flag is locked)
+        os.makedirs(path, exist_ok=True)
+        _mount(os.path.join(old, os.path.relpath(path, "/tmp")), path, None, MS_BIND | MS_REC)
     _call("umount2", STAGE.encode(), MNT_DETACH)
     for d in ("/tmp/home", "/tmp/home/.cache", workdir):
         os.makedirs(d, exist_ok=True)
@@ -147,7 +153,8 @@ def _fork_kernel(request: dict, report: int, go: int) -> None:
     """In the fork of the zygote: new namespaces, the private file system, then the kernel two forks below."""
     _die_with_parent()
     _own_user_namespace(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC)
-    _private_filesystem(request["exchange"], request["workdir"], request["limits"]["tmp_bytes"])
+    _private_filesystem(request["exchange"], request["workdir"], request["limits"]["tmp_bytes"],
+                        request.get("keep", []))
     init = os.fork()  # the first process of the new PID namespace
     if init:
         os.close(report)
