@@ -35,6 +35,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dlcourse.grading import guards
+from dlcourse.grading.common import CheckFailure, ForbiddenCall, attribute_path
 from dlcourse.grading.remote import is_remote
 from dlcourse.grading.wire import Record
 
@@ -63,14 +64,6 @@ __all__ = [
     "assert_same_object",
     "assert_untampered",
 ]
-
-
-class CheckFailure(AssertionError):
-    """A check failed; the message says what was expected and what was found."""
-
-
-class ForbiddenCall(CheckFailure):
-    """An answer called a function that the exercise asks you to write yourself."""
 
 
 @dataclass(frozen=True)
@@ -441,6 +434,10 @@ class _ForbidOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+FORBID = "dlcourse.checks.forbid"  # how a spec names the guard below (dlcourse.grading.guards)
+
+
+@guards.travelling
 @contextlib.contextmanager
 def forbid(names: Iterable[str], why: str = "") -> Iterator[None]:
     """Inside the block, reaching a torch function or ATen operator named in ``names`` raises :class:`ForbiddenCall`.
@@ -453,7 +450,7 @@ def forbid(names: Iterable[str], why: str = "") -> Iterator[None]:
     """
     __tracebackhide__ = True
     patterns = frozenset(names)
-    with guards.pushed(("forbid", patterns, why)):
+    with guards.pushed((FORBID, patterns, why)):
         if guards.is_trusted():  # the grader: the guard travels with each call into the student's kernel
             yield
             return
@@ -852,7 +849,6 @@ _SELF = _Self()
 def assert_same_object(obj: Any, a: str, b: str, message: str) -> None:
     """Attribute paths ``a`` and ``b`` of ``obj`` lead to one object (e.g. tied weights), else fail with ``message``."""
     __tracebackhide__ = True
-    from dlcourse.grading.agent import attribute_path
 
     if is_remote(obj):
         same = obj.same(a, b)

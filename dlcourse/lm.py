@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from dlcourse.grading import guards
+
 KVCache = list[tuple[torch.Tensor, torch.Tensor]]
 
 
@@ -198,6 +200,7 @@ class CachedLM(nn.Module):
         return LMOutput(out.logits, out.past_key_values)
 
 
+@guards.travelling
 @contextlib.contextmanager
 def generation_refused(why: str = "write the decoding yourself") -> Iterator[None]:
     """Inside the block, Hugging Face's ``generate`` and every logits processor raise ForbiddenCall."""
@@ -205,10 +208,9 @@ def generation_refused(why: str = "write the decoding yourself") -> Iterator[Non
     from transformers.generation import logits_process
 
     from dlcourse.checks import ForbiddenCall
-    from dlcourse.grading import guards
 
     if guards.is_trusted():  # the grader: the refusal travels with each call into the student's kernel
-        with guards.pushed(("no_generation", why)):
+        with guards.pushed(("dlcourse.lm.generation_refused", why)):
             yield
         return
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 
 ENV = "DLCOURSE_PRESENTATION"
+_TRUE = {"1", "true", "yes", "on"}  # the words an on/off switch of the environment accepts (runtime's too)
+_FALSE = {"0", "false", "no", "off"}
 DEFAULT = 1.6
 LIMITS = (1.0, 3.0)
 
@@ -35,8 +37,6 @@ current = 1.0
 def from_environment() -> float | None:
     """The factor ``DLCOURSE_PRESENTATION`` asks for: None when unset or off, :data:`DEFAULT` for a bare
     true value (``1``, ``on``...), else the number given. ValueError for anything else."""
-    from dlcourse.runtime import _FALSE, _TRUE  # (runtime imports this module: read them at call time)
-
     raw = os.environ.get(ENV, "").strip().lower()
     if raw in _FALSE | {""}:
         return None

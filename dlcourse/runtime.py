@@ -31,8 +31,7 @@ from dlcourse import presentation as _presentation
 
 T = TypeVar("T")
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+_TRUE, _FALSE = _presentation._TRUE, _presentation._FALSE
 
 
 def is_fast() -> bool:

@@ -69,6 +69,7 @@ class _AllocationWatch(TorchDispatchMode):
         return out
 
 
+@guards.travelling
 @contextlib.contextmanager
 def allocation_limit(max_elements: int, why: str = "") -> Iterator[None]:
     """Inside the block, an operation that allocates more than ``max_elements`` elements raises ForbiddenCall.
@@ -77,7 +78,7 @@ def allocation_limit(max_elements: int, why: str = "") -> Iterator[None]:
     """
     max_elements = int(max_elements)
     if guards.is_trusted():
-        with guards.pushed(("allocation_limit", max_elements, why)):
+        with guards.pushed(("dlcourse.sparse.allocation_limit", max_elements, why)):
             yield
         return
     with _AllocationWatch(max_elements, f" ({why})" if why else ""):

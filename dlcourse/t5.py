@@ -125,7 +125,7 @@ def corpus_ids() -> tuple[torch.Tensor, torch.Tensor]:
 def _refused_now() -> bool:
     from dlcourse.grading import guards
 
-    return any(spec[0] == "forbid" and REFUSED in spec[1] for spec in guards._ACTIVE.get())
+    return any(spec[0] == "dlcourse.checks.forbid" and REFUSED in spec[1] for spec in guards._ACTIVE.get())
 
 
 def _refusing(name: str, fn: Callable) -> Callable:

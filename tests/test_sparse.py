@@ -39,8 +39,8 @@ def test_allocation_limit_travels_to_the_kernel_as_data():
             torch.ones(20, 20)  # the grader itself is not limited: the guard is for the student's calls
     finally:
         guards.set_trusted(False)
-    assert sent == [["allocation_limit", 100, "why"], ["forbid", ["softmax"], ""]]
-    with agent._guards([["allocation_limit", 100, "why"]]), pytest.raises(checks.ForbiddenCall):
+    assert sent == [["dlcourse.sparse.allocation_limit", 100, "why"], ["dlcourse.checks.forbid", ["softmax"], ""]]
+    with agent._guards([["dlcourse.sparse.allocation_limit", 100, "why"]]), pytest.raises(checks.ForbiddenCall):
         torch.ones(20, 20)
 
 

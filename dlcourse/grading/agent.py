@@ -15,49 +15,19 @@ from typing import Any
 
 import torch
 
+from dlcourse.grading import guards
 from dlcourse.grading.channel import Channel
+from dlcourse.grading.common import attribute_path, float_tensors
 from dlcourse.grading.wire import Record
 
 
 def _guards(specs: Any) -> contextlib.ExitStack:
-    from dlcourse import checks
-
+    """The guards a call carries, installed here: each spec names its guard (``guards.travelling``) and its
+    arguments; this module knows none of them."""
     stack = contextlib.ExitStack()
     for spec in specs or []:
-        if spec[0] == "forbid":
-            stack.enter_context(checks.forbid(spec[1], spec[2]))
-        elif spec[0] == "no_generation":
-            from dlcourse import lm
-
-            stack.enter_context(lm.generation_refused(spec[1]))
-        elif spec[0] == "allocation_limit":
-            from dlcourse import sparse
-
-            stack.enter_context(sparse.allocation_limit(int(spec[1]), spec[2]))
+        stack.enter_context(guards.resolve(spec[0])(*spec[1:]))
     return stack
-
-
-def attribute_path(obj: Any, path: str) -> Any:
-    """``obj.a.b`` for ``path == "a.b"`` (``obj`` itself for an empty path)."""
-    for part in path.split(".") if path else []:
-        obj = getattr(obj, part)
-    return obj
-
-
-def _tensors(obj: Any) -> list[torch.Tensor]:
-    """Floating-point tensors in ``obj`` (tuples, lists, dicts, records), in order."""
-    if isinstance(obj, torch.Tensor):
-        return [obj] if obj.is_floating_point() or obj.is_complex() else []
-    if isinstance(obj, tuple | list):
-        return [t for v in obj for t in _tensors(v)]
-    if isinstance(obj, dict):
-        return [t for v in obj.values() for t in _tensors(v)]
-    if hasattr(obj, "keys") and hasattr(obj, "values") and not isinstance(obj, torch.nn.Module):
-        try:
-            return [t for v in obj.values() for t in _tensors(v)]
-        except Exception:  # noqa: BLE001
-            return []
-    return []
 
 
 def _replace(obj: Any, new: list[torch.Tensor]) -> Any:
@@ -82,7 +52,7 @@ class Served:
         self._channel, self._ref = channel, ref
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves = _tensors((args, kwargs))
+        leaves = float_tensors((args, kwargs))
         needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in leaves)
         if not needs_grad:
             return self._channel.request("call", obj=self, args=list(args), kwargs=kwargs)
@@ -96,7 +66,7 @@ class Served:
             def forward(ctx, *inputs):  # inputs: the leaves, so autograd links them
                 reply = channel.request("call", obj=me, args=list(args), kwargs=kwargs, grad=True)
                 box["value"], box["call"] = reply["value"], reply["call"]
-                outs = _tensors(box["value"])
+                outs = float_tensors(box["value"])
                 box["n"] = len(outs)
                 return tuple(o.detach() for o in outs)
 

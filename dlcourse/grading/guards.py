@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+import importlib
+from collections.abc import Callable, Iterator
 
 _ACTIVE: contextvars.ContextVar[tuple[tuple, ...]] = contextvars.ContextVar("dlcourse_guards", default=())
 _TRUSTED = {"on": False}
@@ -26,10 +27,29 @@ def is_trusted() -> bool:
     return _TRUSTED["on"]
 
 
+def travelling(guard: Callable) -> Callable:
+    """Mark a context manager as a guard that may travel into the kernel: a spec names it by its module and
+    name (``"dlcourse.checks.forbid"``), followed by its arguments, and the kernel calls it with them."""
+    guard._dlcourse_guard = True
+    return guard
+
+
+def resolve(name: str) -> Callable:
+    """The guard a spec names: a :func:`travelling` context manager of a module of the course (its module is
+    imported when it is not yet); ValueError for any other name."""
+    module, _, attr = str(name).rpartition(".")
+    if not module.startswith("dlcourse."):
+        raise ValueError(f"not a guard of the course: {name!r}")
+    guard = getattr(importlib.import_module(module), attr, None)
+    if not getattr(guard, "_dlcourse_guard", False):
+        raise ValueError(f"not a guard of the course: {name!r}")
+    return guard
+
+
 @contextlib.contextmanager
 def pushed(spec: tuple) -> Iterator[None]:
-    """Record ``spec`` (``("forbid", patterns, why)``, ``("no_generation", why)`` or
-    ``("allocation_limit", max_elements, why)``) for the block."""
+    """Record ``spec`` (a :func:`travelling` guard's name and its arguments, e.g. ``("dlcourse.checks.forbid",
+    patterns, why)``) for the block."""
     token = _ACTIVE.set(_ACTIVE.get() + (spec,))
     try:
         yield

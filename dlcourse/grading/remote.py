@@ -18,11 +18,10 @@ import torch
 
 from dlcourse.grading import guards
 from dlcourse.grading.channel import Channel
+from dlcourse.grading.common import CheckFailure, ForbiddenCall, float_tensors
 
 
 def _special_errors() -> dict[str, type]:
-    from dlcourse.checks import CheckFailure, ForbiddenCall
-
     return {"ForbiddenCall": ForbiddenCall, "CheckFailure": CheckFailure}
 
 
@@ -116,13 +115,11 @@ class Lender:
         if not grad:
             with torch.no_grad():
                 return obj(*args, **kwargs)
-        from dlcourse.grading.agent import _tensors
-
-        leaves = [t for t in _tensors((args, kwargs)) if t.requires_grad]
+        leaves = [t for t in float_tensors((args, kwargs)) if t.requires_grad]
         with torch.enable_grad():
             value = obj(*args, **kwargs)
         call = len(self.graphs) + 1
-        self.graphs[call] = (leaves, _tensors(value))
+        self.graphs[call] = (leaves, float_tensors(value))
         return {"value": value, "call": call}
 
     def _vjp(self, call: Any, grads: Any) -> list[torch.Tensor]:

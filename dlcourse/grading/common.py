@@ -1,0 +1,40 @@
+"""What the checks, the kernel's agent and the grader's proxies all use: the failures a check raises and two
+helpers on values. It imports nothing of the course, so each of them can import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+class CheckFailure(AssertionError):
+    """A check failed; the message says what was expected and what was found."""
+
+
+class ForbiddenCall(CheckFailure):
+    """An answer called a function that the exercise asks you to write yourself."""
+
+
+def attribute_path(obj: Any, path: str) -> Any:
+    """``obj.a.b`` for ``path == "a.b"`` (``obj`` itself for an empty path)."""
+    for part in path.split(".") if path else []:
+        obj = getattr(obj, part)
+    return obj
+
+
+def float_tensors(obj: Any) -> list[torch.Tensor]:
+    """Floating-point (and complex) tensors in ``obj`` (tuples, lists, dicts, records), in order."""
+    if isinstance(obj, torch.Tensor):
+        return [obj] if obj.is_floating_point() or obj.is_complex() else []
+    if isinstance(obj, tuple | list):
+        return [t for v in obj for t in float_tensors(v)]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in float_tensors(v)]
+    if hasattr(obj, "keys") and hasattr(obj, "values") and not isinstance(obj, torch.nn.Module):
+        try:
+            return [t for v in obj.values() for t in float_tensors(v)]
+        except Exception:  # noqa: BLE001
+            return []
+    return []
