@@ -170,8 +170,7 @@ class ForkServer:
                 raise OSError(f"the fork server made no kernel: {answer.get('error') or answer}")
             try:
                 pid = self._host_pid(int(answer["pid"]))
-                for d in sandbox.cgroup.dirs:
-                    (d / "cgroup.procs").write_text(str(pid))
+                sandbox.cgroup.adopt(pid)
             except Exception:
                 self._ask({"drop": key})
                 raise

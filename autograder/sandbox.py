@@ -112,6 +112,11 @@ class CGroup:
         moves = "; ".join(f"echo $$ > {d / 'cgroup.procs'}" for d in self.dirs)
         return ["/bin/sh", "-c", moves + '; exec "$@"', "sh"] if self.dirs else []
 
+    def adopt(self, pid: int) -> None:
+        """Move the running process ``pid`` into the cgroups (a kernel forked outside :meth:`enter_command`)."""
+        for d in self.dirs:
+            (d / "cgroup.procs").write_text(str(pid))
+
     def pids(self) -> list[int]:
         found = set()
         for d in self.dirs:

@@ -173,15 +173,16 @@ class GradingKernel:
         self.sandbox.hand_over(conn, *(self.exchange / d for d in own))
         kernel_args = ["-f", str(conn), "--HistoryManager.enabled=False"]
         self.proc, self.forked = None, False
-        if self.server is not None and self.server.usable():
-            try:
-                self.proc, self.forked = self.server.spawn(self.sandbox, self.exchange, kernel_args), True
-            except OSError as err:  # started the usual way below; the log says why
+        if self.server is not None:
+            why = self.server.failed
+            if self.server.usable():
+                try:
+                    self.proc, self.forked = self.server.spawn(self.sandbox, self.exchange, kernel_args), True
+                except OSError as err:
+                    why = str(err)
+            if self.proc is None:  # started the usual way below; the log says why
                 with open(self.log, "a") as log:
-                    log.write(f"[grader] {err}; the kernel starts as a process of its own\n")
-        elif self.server is not None:
-            with open(self.log, "a") as log:
-                log.write(f"[grader] {self.server.failed}; the kernel starts as a process of its own\n")
+                    log.write(f"[grader] {why}; the kernel starts as a process of its own\n")
         if self.proc is None:
             argv = [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", *kernel_args]
             cmd = self.sandbox.command(argv, self.exchange, workdir="/tmp/work")
