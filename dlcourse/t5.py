@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import functools
 import random
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -142,12 +144,21 @@ def _refusing(name: str, fn: Callable) -> Callable:
     return guarded
 
 
-@cache
-def install_refusals() -> None:
-    """Wrap Hugging Face's T5 functions and attention-mask functions (see the module docstring); idempotent."""
-    import transformers.masking_utils as mu
-    from transformers.models.t5 import modeling_t5 as m5
+_MASK_FUNCTIONS = ("and_masks", "or_masks", "causal_mask_function", "bidirectional_mask_function",
+                   "blockwise_overlay", "padding_mask_function", "sdpa_mask", "eager_mask", "create_causal_mask",
+                   "create_bidirectional_mask", "prepare_padding_mask")
 
+
+def _wrap_masking(mu: Any) -> None:
+    """Wrap the attention-mask functions of ``transformers.masking_utils`` (the module, already run)."""
+    for attr in _MASK_FUNCTIONS:
+        fn = getattr(mu, attr)
+        if not getattr(fn, "_dlcourse_refusal", False):
+            setattr(mu, attr, _refusing(f"transformers.masking_utils.{attr}", fn))
+
+
+def _wrap_t5(m5: Any) -> None:
+    """Wrap the bucket function, ``_shift_right`` and the forward passes of ``modeling_t5`` (already run)."""
     methods = [(m5.T5PreTrainedModel, "_shift_right"), (m5.T5Attention, "compute_bias")]
     methods += [(cls, "forward") for cls in (m5.T5LayerNorm, m5.T5DenseActDense, m5.T5DenseGatedActDense,
                                              m5.T5LayerFF, m5.T5Attention, m5.T5LayerSelfAttention,
@@ -161,12 +172,65 @@ def install_refusals() -> None:
     if not getattr(bucket.__func__, "_dlcourse_refusal", False):
         m5.T5Attention._relative_position_bucket = staticmethod(
             _refusing("T5Attention._relative_position_bucket", bucket.__func__))
-    for attr in ("and_masks", "or_masks", "causal_mask_function", "bidirectional_mask_function",
-                 "blockwise_overlay", "padding_mask_function", "sdpa_mask", "eager_mask", "create_causal_mask",
-                 "create_bidirectional_mask", "prepare_padding_mask"):
-        fn = getattr(mu, attr)
-        if not getattr(fn, "_dlcourse_refusal", False):
-            setattr(mu, attr, _refusing(f"transformers.masking_utils.{attr}", fn))
+
+
+_WRAPS: dict[str, Callable[[Any], None]] = {"transformers.masking_utils": _wrap_masking,
+                                            "transformers.models.t5.modeling_t5": _wrap_t5}
+
+
+class _WrappingLoader:
+    """Runs a module with the loader that found it, then wraps its functions; everything else (source, resources)
+    is the inner loader's."""
+
+    def __init__(self, inner: Any, wrap: Callable[[Any], None]) -> None:
+        self._inner, self._wrap = inner, wrap
+
+    def create_module(self, spec: Any) -> Any:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._inner.exec_module(module)
+        self._wrap(module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _WrapOnImport:
+    """A finder that finds nothing itself: when a module of :data:`_WRAPS` is imported, it asks the other finders
+    for it and hands back their spec with a loader that wraps the module's functions as soon as it has run."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        wrap = _WRAPS.get(fullname)
+        if wrap is None:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if isinstance(finder, _WrapOnImport) or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _WrappingLoader(spec.loader, wrap)
+                return spec
+        return None
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+@cache
+def install_refusals() -> None:
+    """Wrap Hugging Face's T5 functions and attention-mask functions (see the module docstring); idempotent.
+
+    Modules already imported are wrapped now; the others when they are first imported (a finder at the front
+    of ``sys.meta_path``), so a kernel that never touches Hugging Face's T5 code does not pay seconds to import
+    it."""
+    for name, wrap in _WRAPS.items():
+        if name in sys.modules:
+            wrap(sys.modules[name])
+    if not any(isinstance(finder, _WrapOnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _WrapOnImport())
 
 
 def sample_masks(noise_mask: Callable[..., torch.Tensor], n: int, length: int, noise_density: float,

@@ -8,6 +8,8 @@ package functions, which must use exactly what they are given.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import matplotlib
 import numpy as np
@@ -216,6 +218,36 @@ def test_hugging_face_t5_functions_refuse_only_inside_a_check_that_asks():
     with pytest.raises(checks.ForbiddenCall), checks.forbid([t5.REFUSED]):
         mu.causal_mask_function(0, 0, 1, 0)
     assert hf._shift_right(torch.tensor([[3, 4]])).tolist() == [[0, 3]]
+
+
+def test_refusals_installed_before_hugging_face_is_imported_wrap_it_on_import():
+    # the set-up cell installs the refusals without importing transformers (seconds per graded kernel); the
+    # T5 code is wrapped when an answer imports it, through any spelling
+    script = """
+import sys, torch
+from dlcourse import checks, t5
+t5.install_refusals()
+assert "transformers.models.t5.modeling_t5" not in sys.modules and "transformers.masking_utils" not in sys.modules
+from transformers import T5ForConditionalGeneration
+import inspect, transformers.masking_utils as mu
+from transformers.models.t5.modeling_t5 import T5Attention
+r = torch.arange(-5, 5)
+expected = T5Attention._relative_position_bucket(r)
+for call in (lambda: T5Attention._relative_position_bucket(r), lambda: mu.causal_mask_function(0, 0, 1, 0),
+             lambda: T5ForConditionalGeneration._shift_right(None, torch.tensor([[3]]))):
+    try:
+        with checks.forbid([t5.REFUSED]):
+            call()
+    except checks.ForbiddenCall:
+        continue
+    raise SystemExit("not refused")
+assert torch.equal(T5Attention._relative_position_bucket(r), expected)
+assert "def _relative_position_bucket" in inspect.getsource(sys.modules["transformers.models.t5.modeling_t5"])
+print("wrapped")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "wrapped"
 
 
 # ----------------------------------------------------------------------------------------------------
