@@ -174,13 +174,14 @@ class GradingKernel:
         kernel_args = ["-f", str(conn), "--HistoryManager.enabled=False"]
         self.proc, self.forked = None, False
         if self.server is not None:
-            why = self.server.failed
+            why = ""
             if self.server.usable():
                 try:
                     self.proc, self.forked = self.server.spawn(self.sandbox, self.exchange, kernel_args), True
                 except OSError as err:
                     why = str(err)
             if self.proc is None:  # started the usual way below; the log says why
+                why = why or self.server.failed or "the fork server has ended"
                 with open(self.log, "a") as log:
                     log.write(f"[grader] {why}; the kernel starts as a process of its own\n")
         if self.proc is None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Iterator
-from typing import NamedTuple
+from types import ModuleType
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -203,10 +204,11 @@ class CachedLM(nn.Module):
 @guards.travelling
 @contextlib.contextmanager
 def generation_refused(why: str = "write the decoding yourself") -> Iterator[None]:
-    """Inside the block, Hugging Face's ``generate`` and every logits processor raise ForbiddenCall."""
-    from transformers import GenerationMixin
-    from transformers.generation import logits_process
+    """Inside the block, Hugging Face's ``generate`` and every logits processor raise ForbiddenCall.
 
+    Their modules are not imported for it: what is not imported yet is refused as soon as it is, if that happens
+    inside the block (:mod:`dlcourse.onimport`)."""
+    from dlcourse import onimport
     from dlcourse.checks import ForbiddenCall
 
     if guards.is_trusted():  # the grader: the refusal travels with each call into the student's kernel
@@ -219,16 +221,28 @@ def generation_refused(why: str = "write the decoding yourself") -> Iterator[Non
             raise ForbiddenCall(f"{name} is not allowed here: {why}")
         return call
 
-    targets = [(GenerationMixin, "generate")] + [
-        (cls, "__call__") for cls in vars(logits_process).values()
-        if isinstance(cls, type) and issubclass(cls, logits_process.LogitsProcessor)]
-    saved = [(owner, attr, owner.__dict__.get(attr)) for owner, attr in targets]
-    try:
+    saved: list[tuple[type, str, Any]] = []
+
+    def refuse_all(targets: list[tuple[type, str]]) -> None:
         for owner, attr in targets:
+            saved.append((owner, attr, owner.__dict__.get(attr)))
             setattr(owner, attr, refuse(f"{owner.__name__}.{attr}"))
+
+    def refuse_generate(utils: ModuleType) -> None:
+        refuse_all([(utils.GenerationMixin, "generate")])
+
+    def refuse_processors(logits_process: ModuleType) -> None:
+        refuse_all([(cls, "__call__") for cls in vars(logits_process).values()
+                    if isinstance(cls, type) and issubclass(cls, logits_process.LogitsProcessor)])
+
+    cancels = [onimport.when_imported("transformers.generation.utils", refuse_generate),
+               onimport.when_imported("transformers.generation.logits_process", refuse_processors)]
+    try:
         yield
     finally:
-        for owner, attr, original in saved:
+        for cancel in cancels:
+            cancel()
+        for owner, attr, original in reversed(saved):
             if original is None:
                 delattr(owner, attr)
             else:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import random
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from dlcourse import training
+from dlcourse import onimport, training
 
 PAD, EOS, UNK, MASK = 0, 1, 2, 3
 SPECIALS = ["<pad>", "</s>", "<unk>", "<M>"]
@@ -178,59 +177,14 @@ _WRAPS: dict[str, Callable[[Any], None]] = {"transformers.masking_utils": _wrap_
                                             "transformers.models.t5.modeling_t5": _wrap_t5}
 
 
-class _WrappingLoader:
-    """Runs a module with the loader that found it, then wraps its functions; everything else (source, resources)
-    is the inner loader's."""
-
-    def __init__(self, inner: Any, wrap: Callable[[Any], None]) -> None:
-        self._inner, self._wrap = inner, wrap
-
-    def create_module(self, spec: Any) -> Any:
-        return self._inner.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        self._inner.exec_module(module)
-        self._wrap(module)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _WrapOnImport:
-    """A finder that finds nothing itself: when a module of :data:`_WRAPS` is imported, it asks the other finders
-    for it and hands back their spec with a loader that wraps the module's functions as soon as it has run."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        wrap = _WRAPS.get(fullname)
-        if wrap is None:
-            return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if isinstance(finder, _WrapOnImport) or find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None:
-                    spec.loader = _WrappingLoader(spec.loader, wrap)
-                return spec
-        return None
-
-    def invalidate_caches(self) -> None:
-        pass
-
-
 @cache
 def install_refusals() -> None:
     """Wrap Hugging Face's T5 functions and attention-mask functions (see the module docstring); idempotent.
 
-    Modules already imported are wrapped now; the others when they are first imported (a finder at the front
-    of ``sys.meta_path``), so a kernel that never touches Hugging Face's T5 code does not pay seconds to import
-    it."""
+    Modules already imported are wrapped now, the others as soon as they are imported (:mod:`dlcourse.onimport`),
+    so a kernel that never touches Hugging Face's T5 code does not pay seconds to import it."""
     for name, wrap in _WRAPS.items():
-        if name in sys.modules:
-            wrap(sys.modules[name])
-    if not any(isinstance(finder, _WrapOnImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _WrapOnImport())
+        onimport.when_imported(name, wrap)
 
 
 def sample_masks(noise_mask: Callable[..., torch.Tensor], n: int, length: int, noise_density: float,

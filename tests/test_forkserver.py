@@ -166,3 +166,39 @@ def test_a_server_that_cannot_start_leaves_kernels_starting_the_usual_way(monkey
         assert "starts as a process of its own" in k.log.read_text()
     finally:
         k.close()
+
+
+SAME_AS_ALONE = r"""
+import json, os, threadpoolctl, torch
+import matplotlib.pyplot as plt
+blas = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+print(json.dumps({"blas": blas, "torch": torch.get_num_threads(), "backend": plt.get_backend(),
+                  "MPLBACKEND": os.environ.get("MPLBACKEND"), "OPENBLAS": os.environ.get("OPENBLAS_NUM_THREADS")}))
+plt.plot([0, 1])
+"""
+
+
+@pytest.mark.parametrize("threads", [None, "2"])
+def test_a_forked_kernel_has_the_threads_and_plots_of_a_kernel_started_alone(monkeypatch, threads):
+    # The zygote loads numpy's OpenBLAS with one thread (a threaded process cannot fork safely) and matplotlib
+    # before any kernel set MPLBACKEND: each fork must still get the BLAS threads and the inline backend a kernel
+    # started on its own gets, whatever OMP_NUM_THREADS says (unset: every core)
+    if not AVAILABLE:
+        pytest.skip(f"no sandbox here: {WHY}")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    env = {"DLCOURSE_TEST": f"threads-{threads}"} | ({"OMP_NUM_THREADS": threads} if threads else {})
+    seen = []
+    for fork in ("1", "0"):
+        monkeypatch.setenv("DLCOURSE_FORK_SERVER", fork)
+        k = GradingKernel(sandbox.Sandbox(), env=env)
+        try:
+            k.start()
+            assert k.forked == (fork == "1"), k.log.read_text()
+            run = k.run_cell(SAME_AS_ALONE, 60)
+            assert any("image/png" in out.get("data", {}) for out in run.outputs), run.outputs  # drawn inline
+            seen.append(_json(run))
+        finally:
+            k.close()
+    forked, alone = seen
+    assert forked == alone, (forked, alone)
+    assert alone["blas"] == [int(threads or 0) or __import__("os").cpu_count()] and alone["OPENBLAS"] is None, alone

@@ -1,6 +1,9 @@
 """Chapter 04's package pieces: the Shakespeare corpus, GPT-2 weight conversion, the refusal guard, the
 cached-model adapter and the sampling explorer's logic."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -82,6 +85,34 @@ def test_generation_refused_blocks_then_restores():
             TopKLogitsWarper(2)(ids, torch.randn(1, 5))
     assert torch.equal(lm.hf_generate(hf, ids, max_new_tokens=3), expected)
     assert torch.isinf(TopKLogitsWarper(2)(ids, torch.randn(1, 5))).sum() == 3
+
+
+def test_generation_refused_also_refuses_what_is_imported_inside_the_block():
+    # the guard imports nothing (a graded kernel would pay seconds for transformers): generate and the logits
+    # processors imported inside the block are refused there, and work again after it
+    script = """
+import sys, torch
+from dlcourse import checks, lm
+with lm.generation_refused():
+    assert "transformers.generation.utils" not in sys.modules
+    from transformers import GPT2Config, GPT2LMHeadModel, TopKLogitsWarper
+    hf = GPT2LMHeadModel(GPT2Config(vocab_size=11, n_positions=8, n_embd=8, n_layer=1, n_head=2)).eval()
+    ids = torch.tensor([[1, 2]])
+    for call in (lambda: hf.generate(ids, max_new_tokens=2, do_sample=False),
+                 lambda: TopKLogitsWarper(2)(ids, torch.randn(1, 5))):
+        try:
+            call()
+        except checks.ForbiddenCall:
+            continue
+        raise SystemExit("not refused")
+assert hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=2, do_sample=False,
+                   pad_token_id=0).shape == (1, 4)
+assert torch.isinf(TopKLogitsWarper(2)(ids, torch.randn(1, 5))).sum() == 3
+print("refused, then restored")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "refused, then restored"
 
 
 def test_cached_lm_records_calls_and_matches_the_full_forward():

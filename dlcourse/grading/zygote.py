@@ -46,8 +46,11 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 STAGE = "/run/grading"  # an empty folder the sandbox provides (autograder/forkserver.py): a fork's staging area
 # Loaded before any fork: what every kernel loads, and nothing that behaves differently when it is imported
 # outside a running kernel (ipywidgets and matplotlib's pyplot look for the kernel when they are imported).
-PRELOAD = ("numpy", "torch", "torch.nn", "torch.nn.functional", "ipykernel.kernelapp", "dlcourse.checks",
-           "dlcourse.runtime", "dlcourse.grading.agent")
+# matplotlib itself and its Figure are the slow part of pyplot (its font list is built in a fresh home); the
+# backend, which matplotlib reads from MPLBACKEND when it is imported, is set in each kernel (_kernel).
+PRELOAD = ("numpy", "torch", "torch.nn", "torch.nn.functional", "ipykernel.kernelapp", "matplotlib",
+           "matplotlib.figure", "dlcourse.checks", "dlcourse.runtime", "dlcourse.grading.agent")
+INLINE = "module://matplotlib_inline.backend_inline"  # the backend ipykernel asks for when MPLBACKEND is unset
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -143,6 +146,10 @@ def _kernel(request: dict, report: int, go: int) -> None:
     threads = request["env"].get("OMP_NUM_THREADS")
     if threads and threads.isdigit():
         torch.set_num_threads(int(threads))
+    _blas_threads(request["env"])
+    import matplotlib
+
+    matplotlib.rcParams["backend"] = request["env"].get("MPLBACKEND") or INLINE  # as if imported in the kernel
     sys.argv = ["ipykernel_launcher", *request["argv"]]
     from ipykernel.kernelapp import launch_new_instance
 
@@ -255,8 +262,24 @@ def with_children_reaped() -> None:
             return
 
 
+def _blas_threads(env: dict[str, str]) -> None:
+    """Give numpy's OpenBLAS the threads a kernel started alone would have: the zygote loaded it with one (its
+    pool threads start at load, and a process with threads cannot fork safely); OpenBLAS reads these variables,
+    in this order, else takes every core."""
+    wanted = next((env[k] for k in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS") if k in env),
+                  None)
+    count = int(wanted) if wanted and wanted.isdigit() and int(wanted) > 0 else os.cpu_count() or 1
+    if count > 1:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(count, user_api="blas")
+
+
 def main() -> None:
     _call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # OpenBLAS starts its pool threads when numpy loads it, one fewer than the threads it is told to use: the
+    # zygote must stay one thread, so it loads it with one (each kernel gets its own count, _blas_threads)
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
     for name in PRELOAD:
         importlib.import_module(name)
     threads = os.listdir("/proc/self/task")
