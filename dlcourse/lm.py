@@ -8,8 +8,10 @@ key–value cache: one ``(keys, values)`` pair per layer, each (B, heads, T_past
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
+import hashlib
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -249,16 +251,60 @@ def generation_refused(why: str = "write the decoding yourself") -> Iterator[Non
                 setattr(owner, attr, original)
 
 
+_GENERATED: collections.OrderedDict[tuple, Any] = collections.OrderedDict()  # hf_generate's results, newest last
+_GENERATED_KEEP = 512  # results kept
+_GENERATED_MAX_VALUES = 4_000_000  # larger models are not fingerprinted: their results are not kept
+
+
+def _tensor_key(t: torch.Tensor) -> tuple:
+    raw = t.detach().cpu().reshape(-1).contiguous()
+    return str(t.dtype), tuple(t.shape), hashlib.blake2b(raw.view(torch.uint8).numpy().tobytes(),
+                                                         digest_size=16).digest()
+
+
+def _generate_key(hf_model: nn.Module, input_ids: torch.Tensor, kwargs: dict) -> tuple | None:
+    """What ``generate``'s greedy or beam result depends on: the model's class, configuration and every weight
+    and buffer, the prompt, the arguments and torch's thread count; None when that cannot be said cheaply (a
+    large model, an argument that is not plain data, sampling)."""
+    if kwargs.get("do_sample") or not isinstance(input_ids, torch.Tensor):
+        return None
+    plain = (type(None), bool, int, float, str)
+    if not all(isinstance(v, plain) or isinstance(v, torch.Tensor) for v in kwargs.values()):
+        return None
+    state = hf_model.state_dict()
+    if sum(t.numel() for t in state.values()) > _GENERATED_MAX_VALUES:
+        return None
+    config = getattr(hf_model, "config", None)
+    generation = getattr(hf_model, "generation_config", None)
+    return (type(hf_model).__qualname__, hf_model.training, torch.get_num_threads(),
+            repr(config.to_dict()) if config is not None else None,
+            repr(generation.to_dict()) if generation is not None else None,
+            tuple((name, _tensor_key(t)) for name, t in state.items()), _tensor_key(input_ids),
+            tuple(sorted((k, _tensor_key(v) if isinstance(v, torch.Tensor) else (type(v).__name__, v))
+                         for k, v in kwargs.items())))
+
+
 @torch.no_grad()
 def hf_generate(hf_model: nn.Module, input_ids: torch.Tensor, **kwargs):
     """``hf_model.generate(input_ids, do_sample=False, **kwargs)`` on unpadded prompts, quietly.
 
     The attention mask is given as all ones: without it, ``generate`` treats every prompt token equal to
-    ``pad_token_id`` as padding.
+    ``pad_token_id`` as padding. The oracle of chapter 04's decoding tests: its results are kept (a copy is
+    returned) for the same model — class, configuration, every weight — prompt and arguments, so a grading
+    process computes each expected output once, not once per submission.
     """
+    key = _generate_key(hf_model, input_ids, kwargs)
+    if key is not None and key in _GENERATED:
+        _GENERATED.move_to_end(key)
+        return copy.deepcopy(_GENERATED[key])
     with quiet_transformers():
-        return hf_model.generate(input_ids, attention_mask=torch.ones_like(input_ids),
-                                 **{"do_sample": False, **kwargs})
+        out = hf_model.generate(input_ids, attention_mask=torch.ones_like(input_ids),
+                                **{"do_sample": False, **kwargs})
+    if key is not None:
+        _GENERATED[key] = copy.deepcopy(out)
+        while len(_GENERATED) > _GENERATED_KEEP:
+            _GENERATED.popitem(last=False)
+    return out
 
 
 def frequent_token(hf_model: nn.Module, input_ids: torch.Tensor, max_new_tokens: int) -> int:

@@ -87,6 +87,43 @@ def test_generation_refused_blocks_then_restores():
     assert torch.isinf(TopKLogitsWarper(2)(ids, torch.randn(1, 5))).sum() == 3
 
 
+def test_hf_generate_keeps_results_only_for_the_same_model_prompt_and_arguments(monkeypatch):
+    hf = lm.tiny_gpt2(seed=5)
+    ids = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    calls = []
+    generate = type(hf).generate
+    monkeypatch.setattr(type(hf), "generate", lambda self, *a, **k: calls.append(k) or generate(self, *a, **k))
+    first = lm.hf_generate(hf, ids, max_new_tokens=4, eos_token_id=None, pad_token_id=0)
+    first[:] = -1  # the caller's copy: what is kept is not changed
+    again = lm.hf_generate(hf, ids, max_new_tokens=4, eos_token_id=None, pad_token_id=0)
+    assert len(calls) == 1 and (again >= 0).all()
+    lm.hf_generate(hf, ids, max_new_tokens=5, eos_token_id=None, pad_token_id=0)  # another argument
+    lm.hf_generate(hf, ids[:1], max_new_tokens=4, eos_token_id=None, pad_token_id=0)  # another prompt
+    beams = dict(num_beams=2, num_return_sequences=2, max_new_tokens=4, eos_token_id=60, pad_token_id=60,
+                 output_scores=True, return_dict_in_generate=True)
+    scored = lm.hf_generate(hf, ids[:1], **beams)
+    assert torch.equal(lm.hf_generate(hf, ids[:1], **beams).sequences_scores, scored.sequences_scores)
+    assert len(calls) == 4
+    (swapped,) = lm.swap_tokens(hf, int(again[0, 3]), 0, ids)  # changed weights are another oracle
+    changed = lm.hf_generate(hf, swapped, max_new_tokens=4, eos_token_id=None, pad_token_id=0)
+    assert len(calls) == 5 and (changed[0, 3] == 0).all()
+    (ids_back,) = lm.swap_tokens(hf, int(again[0, 3]), 0, swapped)
+    lm.hf_generate(hf, ids, max_new_tokens=4, eos_token_id=None, pad_token_id=0)  # the same weights again
+    assert len(calls) == 5 and torch.equal(ids_back, ids)
+    with torch.no_grad():
+        hf.transformer.ln_f.bias += 0.5
+    lm.hf_generate(hf, ids, max_new_tokens=4, eos_token_id=None, pad_token_id=0)
+    assert len(calls) == 6
+    hf.generation_config.pad_token_id = 3  # and so is a changed configuration
+    lm.hf_generate(hf, ids, max_new_tokens=4, eos_token_id=None)
+    lm.hf_generate(hf, ids, max_new_tokens=4, eos_token_id=None)
+    assert len(calls) == 7
+    torch.manual_seed(0)
+    lm.hf_generate(hf, ids, max_new_tokens=4, do_sample=True, top_k=5)  # sampling is never kept
+    lm.hf_generate(hf, ids, max_new_tokens=4, do_sample=True, top_k=5)
+    assert len(calls) == 9
+
+
 def test_generation_refused_also_refuses_what_is_imported_inside_the_block():
     # the guard imports nothing (a graded kernel would pay seconds for transformers): generate and the logits
     # processors imported inside the block are refused there, and work again after it
