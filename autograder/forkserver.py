@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from sandbox import Sandbox
+from sandbox import Sandbox, processes
 
 START_TIMEOUT = 120.0
 
@@ -187,10 +187,8 @@ class ForkServer:
         root = self.proc.pid
         parents: dict[int, int] = {}
         candidates = []
-        for status in Path("/proc").glob("[0-9]*/status"):
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
-                pid = int(status.parent.name)
+        for pid, fields in processes().items():
+            with contextlib.suppress(KeyError, ValueError, IndexError):
                 parents[pid] = int(fields["PPid"])
                 nspid = fields.get("NSpid", "").split()
                 if len(nspid) >= 3 and int(nspid[1]) == inner:

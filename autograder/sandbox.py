@@ -31,6 +31,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -147,6 +148,17 @@ class CGroup:
                 pass
         self.dirs = []
         self.limited = set()
+
+
+def processes() -> dict[int, dict[str, str]]:
+    """Every process this machine shows now: PID -> the fields of its ``/proc/<pid>/status`` (``PPid``,
+    ``NSpid``, ``VmHWM``, …; values as written there). A process that ends while it is read is left out."""
+    table = {}
+    for status in Path("/proc").glob("[0-9]*/status"):
+        with contextlib.suppress(OSError, ValueError):
+            table[int(status.parent.name)] = dict(line.split(":", 1) for line in status.read_text().splitlines()
+                                                  if ":" in line)
+    return table
 
 
 def bwrap_available() -> tuple[bool, str]:

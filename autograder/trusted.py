@@ -30,7 +30,7 @@ from typing import Any
 import forkserver
 from jupyter_client import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
-from sandbox import Sandbox
+from sandbox import Sandbox, processes
 
 OUTPUT_LIMIT = 200_000  # characters of text output kept per cell
 
@@ -113,19 +113,17 @@ def tree_peak_mb(root: int) -> float:
     in /proc find it. Resource usage of children (``RUSAGE_CHILDREN``) would not do: it counts only
     processes already waited for, and a forked child inherits its parent's high-water mark.
     """
+    table = processes()
     children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(stat.parent.name))
+    for pid, fields in table.items():
+        with contextlib.suppress(KeyError, ValueError):
+            children.setdefault(int(fields["PPid"]), []).append(pid)
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
         todo += children.get(pid, [])
-        with contextlib.suppress(OSError, ValueError):
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    total += int(line.split()[1])  # kB
+        with contextlib.suppress(KeyError, ValueError, IndexError):
+            total += int(table[pid]["VmHWM"].split()[0])  # kB
     return round(total / 1024, 1)
 
 
