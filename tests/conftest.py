@@ -10,6 +10,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Each test worker (pytest -n) gets its share of the cores for its own torch and BLAS work (the hidden tests and
+# their oracles run here, in the grader's place), as the grader's worker processes do (autograder/parallel.py): two
+# workers with two threads each on two cores make OpenMP's waiting threads spin against the other worker's, and
+# measured that way chapter 04's tests took more than twice the CPU time. Processes a test starts inherit the
+# setting unless the test says otherwise; a run without workers, or a thread count set outside, is left alone.
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
 sys.path.insert(0, str(ROOT / "autograder"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
