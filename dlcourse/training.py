@@ -42,11 +42,18 @@ def in_notebook() -> bool:
 
 
 class LiveLossPlot:
-    """A matplotlib figure of the training loss (and an evaluation metric) that redraws in place."""
+    """A matplotlib figure of the training loss (and an evaluation metric) that redraws in place.
 
-    def __init__(self, title: str = "training", metric_name: str = "eval") -> None:
-        self.title, self.metric_name = title, metric_name
+    A redraw (a new figure, rendered to PNG for the notebook) costs a tenth of a second or more, so it happens
+    at most once every ``redraw_seconds`` of training, whatever the steps asked for; the last picture of a run
+    (``final=True``) is always drawn. A run shorter than that draws once, at its end.
+    """
+
+    def __init__(self, title: str = "training", metric_name: str = "eval", redraw_seconds: float = 2.0) -> None:
+        self.title, self.metric_name, self.redraw_seconds = title, metric_name, redraw_seconds
         self._handle = None
+        self._last = time.perf_counter()
+        self.redraws = 0
 
     def figure(self, history: History):
         import matplotlib.pyplot as plt
@@ -65,8 +72,12 @@ class LiveLossPlot:
         plt.close(fig)
         return fig
 
-    def update(self, history: History) -> None:
-        if not in_notebook():
+    def due(self, final: bool = False) -> bool:
+        """Whether :meth:`update` would redraw now."""
+        return final or time.perf_counter() - self._last >= self.redraw_seconds
+
+    def update(self, history: History, final: bool = False) -> None:
+        if not in_notebook() or not self.due(final):
             return
         from IPython.display import display
 
@@ -75,6 +86,8 @@ class LiveLossPlot:
             self._handle = display(fig, display_id=True)
         else:
             self._handle.update(fig)
+        self.redraws += 1
+        self._last = time.perf_counter()
 
 
 def train(
@@ -104,7 +117,8 @@ def train(
     the gradients whenever their global norm exceeds it. ``items_per_step`` (``item_name``: tokens, examples)
     only goes into the run's record (:func:`record_run`), for the throughput. ``final_evaluate`` (a thorough
     evaluation, e.g. on a whole held-out text, too slow to run often) replaces ``evaluate`` after the last step;
-    it runs after the clock stops, so ``History.seconds`` is the training time.
+    it runs after the clock stops, so ``History.seconds`` is the training time. In a notebook the live loss plot
+    is redrawn every ``plot_every`` steps, but at most once every 2 s (:class:`LiveLossPlot`), and at the end.
     """
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
@@ -133,8 +147,8 @@ def train(
             with torch.no_grad():
                 history.evals.append((step, float(evaluate(model))))
             bar.set_postfix({metric_name: f"{history.last_eval:.4g}"})
-        if plot is not None and (step % plot_every == 0 or step == steps):
-            plot.update(history)
+        if plot is not None and (step % plot_every == 0 or last):
+            plot.update(history, final=last and final_evaluate is None)
     bar.close()
     history.seconds = time.perf_counter() - start
     if final_evaluate is not None:
@@ -142,7 +156,7 @@ def train(
         with torch.no_grad():
             history.evals.append((steps, float(final_evaluate(model))))
         if plot is not None:
-            plot.update(history)
+            plot.update(history, final=True)
     record_run(title, steps=steps, seconds=history.seconds, metric_name=metric_name, metric=history.last_eval,
                items=None if items_per_step is None else items_per_step * steps, item_name=item_name)
     return history

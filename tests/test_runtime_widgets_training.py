@@ -142,6 +142,37 @@ def test_a_final_evaluation_replaces_the_last_one_and_is_not_timed():
     assert hist.seconds < 0.3
 
 
+def test_the_live_plot_redraws_at_most_every_two_seconds_and_always_shows_the_end(monkeypatch):
+    """A run of a few milliseconds asks for a redraw at every step but is drawn once, at its end, with every loss
+    and the final evaluation in the picture; a plot allowed to redraw at once redraws every time it is asked."""
+    import IPython.display
+
+    shown = []
+
+    class Handle:
+        def update(self, fig):
+            shown.append(fig)
+
+    monkeypatch.setattr(training, "in_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda fig, display_id: shown.append(fig) or Handle())
+    model = torch.nn.Linear(1, 1)
+    hist = training.train(model, lambda m, b: m(b[0]).pow(2).sum(), iter(lambda: (torch.ones(2, 1),), None),
+                          torch.optim.SGD(model.parameters(), lr=0.01), steps=20, plot_every=1, eval_every=5,
+                          evaluate=lambda m: 1.0, final_evaluate=lambda m: 0.5)
+    assert len(shown) == 1, f"{len(shown)} redraws of a run far shorter than 2 s"
+    (line,) = shown[0].axes[0].lines
+    assert len(line.get_ydata()) == 20 and list(shown[0].axes[1].lines[0].get_ydata())[-1] == 0.5
+    assert hist.last_eval == 0.5
+    eager = training.LiveLossPlot(redraw_seconds=0)
+    for _ in range(3):
+        eager.update(hist)
+    assert eager.redraws == 3 and len(shown) == 4
+    patient = training.LiveLossPlot(redraw_seconds=3600)
+    patient.update(hist)
+    patient.update(hist, final=True)
+    assert patient.redraws == 1 and len(shown) == 5
+
+
 def test_clipping_bounds_the_update_and_the_run_is_recorded(tmp_path, monkeypatch):
     """With clip_grad_norm=c, one SGD step of lr 1 moves the weights by at most c (by exactly c when the
     gradient is larger); the run lands in $DLCOURSE_RUN_LOG with its throughput."""
