@@ -16,7 +16,9 @@ import secrets
 import shutil
 import socket
 import subprocess
+import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -94,6 +96,7 @@ class Lab:
         self.root = Path(root)
         self.port = _free_port()
         self.token = secrets.token_hex(16)
+        self._ending: dict[str, threading.Thread] = {}  # notebook → the thread shutting its kernel down
         state = self.root.parent / f".lab-state-{self.port}"
         settings = state / "settings" / "@jupyterlab" / "notebook-extension"
         settings.mkdir(parents=True, exist_ok=True)
@@ -125,18 +128,36 @@ class Lab:
         """The Lab page that opens ``relative`` (a path under ``root``), with a fresh workspace."""
         return f"{self.base}/lab/tree/{relative}?reset&token={self.token}"
 
-    def shut_down_kernels(self, relative: str) -> None:
+    def _api(self, path: str, method: str = "GET"):
+        """The server's REST API: the decoded JSON reply (None when there is none)."""
+        request = urllib.request.Request(f"{self.base}/api/{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            data = reply.read()
+        return json.loads(data) if data else None
+
+    def wait_shut_down(self, relative: str) -> None:
+        """Wait until a shutdown :meth:`shut_down_kernels` left running on ``relative`` has ended (a page opened on
+        the notebook before that would connect to the kernel being shut down)."""
+        ending = self._ending.pop(relative, None)
+        if ending is not None:
+            ending.join(60)
+
+    def shut_down_kernels(self, relative: str, wait: bool = True) -> None:
         """Shut down the kernel of every session open on ``relative`` (through the server's REST API: a page
-        whose renderer crashed cannot ask for it), so the notebook opens next time with a new kernel."""
-        headers = {"Authorization": f"token {self.token}"}
-        with urllib.request.urlopen(urllib.request.Request(f"{self.base}/api/sessions", headers=headers),
-                                    timeout=30) as reply:
-            sessions = json.load(reply)
-        for session in sessions:
+        whose renderer crashed cannot ask for it), so the notebook opens next time with a new kernel. With
+        ``wait=False`` the shutdown goes on in a thread of its own while the caller moves on."""
+        if not wait:
+            self._ending[relative] = threading.Thread(target=self.shut_down_kernels, args=(relative,), daemon=True)
+            self._ending[relative].start()
+            return
+        for session in self._api("sessions"):
             if session.get("path") == relative:
-                request = urllib.request.Request(f"{self.base}/api/sessions/{session['id']}", method="DELETE",
-                                                 headers=headers)
-                urllib.request.urlopen(request, timeout=30).close()
+                try:
+                    self._api(f"sessions/{session['id']}", "DELETE")
+                except urllib.error.HTTPError as err:
+                    if err.code != 404:  # 404: shut down meanwhile, by the page or another call
+                        raise
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -270,6 +291,8 @@ class NotebookPage:
     """A notebook open in JupyterLab in a Chromium page."""
 
     def __init__(self, browser, lab: Lab, relative: str, viewport=(1400, 1000)) -> None:
+        self.lab, self.relative = lab, relative
+        lab.wait_shut_down(relative)
         self.page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         self.page.goto(lab.url(relative))
         self.page.wait_for_function(
@@ -465,15 +488,13 @@ class NotebookPage:
         self.page.evaluate(f"window.__dlcourse.arm({view})")
 
     def close(self) -> None:
-        """Shut the notebook's kernel down (its memory is freed for the next chapter) and close the page."""
-        try:
-            self.page.evaluate("window.__dlcourse.notebook().sessionContext.shutdown()")
-        except Exception:  # the page is gone already: JupyterLab's own shutdown reaps the kernel
-            pass
+        """Close the page, and shut the notebook's kernel down (its memory is freed for the next chapter) while
+        the caller goes on."""
         try:
             self.page.close()
         except Exception:  # a renderer that crashed may refuse even this
             pass
+        self.lab.shut_down_kernels(self.relative, wait=False)
 
 
 def renderer_crashed(error: BaseException) -> bool:
@@ -498,8 +519,7 @@ def in_a_page(browser, lab: Lab, relative: str, check, record: Path | None = Non
                 record.write_text(f"Chromium's renderer crashed; {relative} was checked again in a new page:\n"
                                   f"{str(error)[:2000]}\n")
         finally:
-            page.close()
-        lab.shut_down_kernels(relative)
+            page.close()  # and its kernel shut down: the next page on the notebook waits for that
     raise AssertionError("unreachable")
 
 
