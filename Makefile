@@ -37,7 +37,9 @@ setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader exten
 	@# rfc3987-syntax comes in through jupyter-events' jsonschema[format-nongpl]; it builds a parser when imported
 	@# (about 2 s in every process that imports nbformat: each grader, nbgrader command and Jupyter server) and only
 	@# checks the "iri" string format, which nothing here validates. jsonschema skips that check without it.
-	@$(PY) -m pip uninstall --quiet --yes rfc3987-syntax >/dev/null 2>&1 || true
+	@# (pip itself takes about a second to start: it runs only while the package is there)
+	@! ls -d $(VENV)/lib/python*/site-packages/rfc3987_syntax* >/dev/null 2>&1 || \
+	  $(PY) -m pip uninstall --quiet --yes rfc3987-syntax >/dev/null 2>&1 || true
 	@if [ -f autograder/offline.py ]; then $(PY) autograder/offline.py fetch || \
 	  echo "make html will need CDN=1 (its pages will load their scripts from the internet)"; fi
 	@if [ -f autograder/sandbox.py ]; then $(PY) autograder/sandbox.py check || true; fi
