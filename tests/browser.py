@@ -160,6 +160,8 @@ class Lab:
                         raise
 
     def close(self) -> None:
+        for relative in list(self._ending):  # shutdowns still under way end first, with the server still there
+            self.wait_shut_down(relative)
         if self.process.poll() is None:
             self.process.terminate()
             try:
