@@ -142,6 +142,11 @@ class InProcess(cf.Executor):
         return future
 
 
+def threads_per_job(jobs: int) -> int:
+    """This machine's cores shared among ``jobs`` processes at a time: each one's thread count (at least one)."""
+    return max(1, (os.cpu_count() or 1) // max(1, jobs))
+
+
 def _init_worker(threads: int) -> None:
     """Each worker (and the kernels it starts) uses its share of the cores, not all of them."""
     for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -155,7 +160,7 @@ def local_pool(jobs: int) -> Callable[[], cf.Executor]:
     """A factory of executors for ``jobs`` submissions at a time on this machine."""
     if jobs <= 1:
         return InProcess
-    threads = max(1, (os.cpu_count() or 1) // jobs)
+    threads = threads_per_job(jobs)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing inherited from this one
     return lambda: cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(threads,))
 
@@ -169,7 +174,7 @@ def dask_pool(scheduler: Any, jobs: int = 1) -> tuple[Callable[[], cf.Executor],
     from distributed import Client, LocalCluster
 
     if scheduler == "local":
-        threads = str(max(1, (os.cpu_count() or 1) // max(1, jobs)))
+        threads = str(threads_per_job(jobs))
         env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
                "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
         cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True,

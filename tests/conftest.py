@@ -11,6 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+sys.path.insert(0, str(ROOT / "autograder"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 # Each test worker (pytest -n) gets its share of the cores for its own torch and BLAS work (the hidden tests and
 # their oracles run here, in the grader's place), as the grader's worker processes do (autograder/parallel.py): two
 # workers with two threads each on two cores make OpenMP's waiting threads spin against the other worker's, and
@@ -20,11 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # Processes a test starts inherit both settings unless the test says otherwise; a run without workers, or a
 # setting made outside, is left alone.
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
-    _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
+    from parallel import threads_per_job
+
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads_per_job(int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-sys.path.insert(0, str(ROOT / "autograder"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 # Every chapter; DLCOURSE_TEST_CHAPTERS="00_welcome 03_bert_mlm" narrows a run to some (keep 00: the pipeline
