@@ -25,7 +25,7 @@ help: ## list the targets
 
 setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader extension, pretrained models
 	@$(PY) -m dlcourse.assets fetch
-	@test -f models/smollm2-135m-instruct/transformers/model.safetensors || $(PY) -m dlcourse.lm prepare
+	@test -f models/smollm2-135m-instruct/transformers/model.safetensors || $(PY) -m dlcourse.gpt.lm prepare
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  echo "installing bubblewrap (the autograder's sandbox)" && apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
 	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; } || true

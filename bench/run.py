@@ -88,7 +88,7 @@ def widget_ms(repeats: int = 20) -> dict[str, float]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dlcourse import widgets
+    from dlcourse.welcome import widgets
 
     logits = [2.0, 1.5, 0.3, -0.5, -1.0, -2.0]
     labels = list("abcdef")
@@ -108,7 +108,7 @@ def optim_widgets_ms(repeats: int = 20) -> dict[str, float]:
     import matplotlib.pyplot as plt
 
     from dlcourse import data
-    from dlcourse.widgets import optim as wopt
+    from dlcourse.optim import widgets as wopt
 
     def sgd(param, grad, state, *, lr, momentum=0.0, nesterov=False):  # torch.optim.SGD's step, functional
         buf = momentum * state["buf"] + grad if "buf" in state else grad
@@ -150,9 +150,10 @@ def gan_widgets_ms(repeats: int = 20) -> dict[str, float]:
 
     matplotlib.use("Agg")
 
-    from dlcourse import data, gan
+    from dlcourse import data
+    from dlcourse.gan import train as gan
+    from dlcourse.gan import widgets as wgan
     from dlcourse.grading import references
-    from dlcourse.widgets import gan as wgan
 
     coverage = references.load("gan").mode_coverage
 
@@ -183,9 +184,10 @@ def bert_widgets_ms(repeats: int = 20) -> dict[str, float]:
     import torch
     from transformers import BertForPreTraining
 
-    from dlcourse import bert, data
-    from dlcourse.models import bert as bert_models
-    from dlcourse.widgets import bert as wbert
+    from dlcourse import data
+    from dlcourse.bert import model as bert_models
+    from dlcourse.bert import train as bert
+    from dlcourse.bert import widgets as wbert
 
     shipped = data.load_json("03_tiny_bert_vocab")
     model = bert_models.InCourseLayout(BertForPreTraining(bert_models.hf_config(**shipped["config"])),
@@ -225,8 +227,7 @@ def pattern_designer_ms(repeats: int = 20, n: int = 128) -> dict[str, float]:
     the receptive field after 4 layers by boolean products, drawn into the kept figure)."""
     import torch
 
-    from dlcourse import widgets
-    from dlcourse.widgets import sparse as wsparse
+    from dlcourse.sparse import widgets as wsparse
 
     def build(n, window, dilation, n_global, n_random, block, seed):
         i = torch.arange(n)
@@ -243,7 +244,7 @@ def pattern_designer_ms(repeats: int = 20, n: int = 128) -> dict[str, float]:
     view, times = wsparse.pattern_view(), []
     for i in range(repeats):
         start = time.perf_counter()
-        view.show(widgets.pattern_state(build, reach, n, 1 + i % 8, 1, 1, 0, 8, 4)).canvas.draw()
+        view.show(wsparse.pattern_state(build, reach, n, 1 + i % 8, 1, 1, 0, 8, 4)).canvas.draw()
         times.append((time.perf_counter() - start) * 1000)
     return {"pattern_designer redraw (n = 128), median ms": round(statistics.median(times), 1)}
 
@@ -254,7 +255,9 @@ def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
     import safetensors.torch
     import torch
 
-    from dlcourse import data, lm, runtime, shakespeare, widgets
+    from dlcourse import data, runtime
+    from dlcourse.datasets import shakespeare
+    from dlcourse.gpt import lm, sampling
 
     torch.set_num_threads(2)
     state = safetensors.torch.load_file(str(data.bundled("04_shakespeare_gpt")))
@@ -267,7 +270,7 @@ def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
         with torch.no_grad():
             logits = model(ids).logits[0, -1] / (0.5 + i / repeats)
         filtered = logits.masked_fill(logits < logits.topk(10).values[-1], float("-inf"))
-        widgets.next_token_html(widgets.next_token_state(logits, filtered, tok.decode))
+        sampling.next_token_html(sampling.next_token_state(logits, filtered, tok.decode))
         times.append((time.perf_counter() - start) * 1000)
     prompt = ids[:, :8]
     n_new = model.config.n_positions - prompt.shape[1]
@@ -286,9 +289,10 @@ def t5_widgets_ms(repeats: int = 20) -> dict[str, float]:
     matplotlib.use("Agg")
     import torch
 
-    from dlcourse import data, t5
-    from dlcourse.models import t5 as t5_layout
-    from dlcourse.widgets import t5 as wt5
+    from dlcourse import data
+    from dlcourse.t5 import model as t5_layout
+    from dlcourse.t5 import train as t5
+    from dlcourse.t5 import widgets as wt5
 
     source = ROOT / "solutions" / "05_t5" / "05_t5.ipynb"
     namespace: dict[str, object] = {}
@@ -327,7 +331,7 @@ def sparse_attention_costs() -> dict[str, float]:
     attention (the solution notebook's answer cells), one head, d = 64, w = 256, n = 512 … 16,384."""
     import torch
 
-    from dlcourse import sparse
+    from dlcourse.sparse import measure as sparse
 
     source = ROOT / "solutions" / "09_sparse_attention" / "09_sparse_attention.ipynb"
     namespace: dict[str, object] = {}

@@ -500,7 +500,7 @@ def call(student: Callable, *args: Any, name: str | None = None, forbidden: Iter
 
 
 def build_in_kernel(factory: str, *args: Any, **kwargs: Any) -> Any:
-    """Call the course package's ``factory`` (a dotted path, ``"dlcourse.gan.toy_gan"``) where the answers run.
+    """Call the course package's ``factory`` (a dotted path, ``"dlcourse.gan.train.toy_gan"``) where the answers run.
 
     In the grader the objects it returns (modules, optimizers) are built in the student's kernel and come
     back as proxies, so that a student's function can change them there; a test then reads back what they

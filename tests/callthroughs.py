@@ -139,7 +139,7 @@ import math
 import torch
 from transformers.models.vit import modeling_vit as _mv
 
-from dlcourse.models import vit as _vit
+from dlcourse.vit import model as _vit
 
 
 class _Resizer(_mv.ViTEmbeddings):
@@ -185,7 +185,7 @@ from torch.distributions import Normal as _ct_Normal
 from torch.distributions.kl import _kl_normal_normal as _ct_kl
 from torch.utils._python_dispatch import _disable_current_modes as _ct_calm
 
-from dlcourse import vae as _ct_vae
+from dlcourse.vae import train as _ct_vae
 
 
 def _ct_normal(mu: torch.Tensor, logvar: torch.Tensor) -> _ct_Normal:

@@ -10,7 +10,9 @@ import nbformat
 import pytest
 from conftest import ROOT
 
-from dlcourse import training, vae, vision
+from dlcourse import training
+from dlcourse.vae import train as vae
+from dlcourse.vit import train as vision
 
 
 def _bench():

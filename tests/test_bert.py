@@ -8,9 +8,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from dlcourse import bert, data
-from dlcourse.models import bert as bert_models
-from dlcourse.widgets import bert as wbert
+from dlcourse import data
+from dlcourse.bert import model as bert_models
+from dlcourse.bert import train as bert
+from dlcourse.bert import widgets as wbert
 
 matplotlib.use("Agg")
 
@@ -220,7 +221,7 @@ def test_shipped_tiny_bert_loads_into_hugging_face_and_fills_masks():
 
 
 def test_pretraining_plays_leave_out_validation_and_transfer_test_plays():
-    from dlcourse import shakespeare
+    from dlcourse.datasets import shakespeare
 
     plays = bert.pretraining_plays()
     test_plays = {slug for slugs in bert.HELD_OUT.values() for slug in slugs}

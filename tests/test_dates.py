@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 import torch
 
-from dlcourse import dates
+from dlcourse.datasets import dates
 
 
 def test_one_date_per_input_by_default_and_seeded():

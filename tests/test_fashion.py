@@ -1,11 +1,11 @@
-"""dlcourse.fashion: the bundled Fashion-MNIST subset, its IDX reader and writer, and how it was cut."""
+"""dlcourse.datasets.fashion: the bundled Fashion-MNIST subset, its IDX reader and writer, and how it was cut."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dlcourse import fashion
+from dlcourse.datasets import fashion
 
 
 def test_idx_round_trip_is_exact_and_reproducible(tmp_path):

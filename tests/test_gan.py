@@ -7,10 +7,11 @@ import math
 import pytest
 import torch
 
-from dlcourse import checks, gan
+from dlcourse import checks
+from dlcourse.gan import train as gan
+from dlcourse.gan import widgets as gan_widgets
 from dlcourse.grading import references
 from dlcourse.grading.agent import Agent
-from dlcourse.widgets import gan as gan_widgets
 
 REF = references.load("gan")
 
@@ -149,7 +150,7 @@ def test_the_widgets_build_and_redraw():
 
 
 def test_build_in_kernel_builds_the_course_packages_objects_only():
-    G, D, opt_G, opt_D = checks.build_in_kernel("dlcourse.gan.toy_gan", 2, optimizer="adam")
+    G, D, opt_G, opt_D = checks.build_in_kernel("dlcourse.gan.train.toy_gan", 2, optimizer="adam")
     checks.assert_close(G.state_dict(), gan.toy_gan(2)[0].state_dict())
     with pytest.raises(ValueError, match="course package"):
         checks.build_in_kernel("os.system", "true")

@@ -1,4 +1,5 @@
-"""The package's import graph: no cycle, and the grading machinery imports no chapter's module.
+"""The package's import graph: no cycle, no chapter's package importing a later chapter's, and the grading
+machinery importing no chapter's module.
 
 Every import statement counts, those inside functions too (a cycle through a late import still ties the
 modules together). Guards a chapter needs travel into the kernel by name (dlcourse.grading.guards).
@@ -12,6 +13,7 @@ import pytest
 import torch
 from conftest import ROOT
 
+import dlcourse
 from dlcourse import checks
 from dlcourse.grading import agent, guards
 
@@ -91,6 +93,42 @@ def test_the_cycle_finder_finds_one():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
+def floor(module: str) -> int:
+    """Where a module stands: 0 the ground floor, 1 the shared data sets, 2 + k chapter k's package."""
+    packages = list(dlcourse.CHAPTERS.values())
+    for k, package in enumerate(packages):
+        if module == package or module.startswith(package + "."):
+            return 2 + k
+    return 1 if module == "dlcourse.datasets" or module.startswith("dlcourse.datasets.") else 0
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """The imports that reach a floor above the importing module's."""
+    return sorted(f"{a} -> {b}" for a, imported in graph.items() for b in imported if floor(b) > floor(a))
+
+
+def test_no_module_imports_a_later_chapter_and_the_ground_floor_imports_no_chapter():
+    assert not upward(import_graph())
+
+
+def test_the_floor_check_finds_an_import_of_a_later_chapter():
+    assert upward({"dlcourse.gan.train": {"dlcourse.vae.train", "dlcourse.vit.train"}}) == [
+        "dlcourse.gan.train -> dlcourse.vae.train"]
+    assert upward({"dlcourse.training": {"dlcourse.datasets.dates"}}) == [
+        "dlcourse.training -> dlcourse.datasets.dates"]
+    assert upward({"dlcourse.datasets.dates": {"dlcourse.welcome.widgets"}}) != []
+
+
+def test_every_chapter_has_its_package_and_every_package_is_a_chapters():
+    chapters = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+    assert sorted(dlcourse.CHAPTERS) == chapters
+    ground = {"grading", "widgets", "datasets"}
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} - ground
+    assert packages == {name.removeprefix("dlcourse.") for name in dlcourse.CHAPTERS.values()}
+    for package in PACKAGE.rglob("*.py"):  # every module says what it is for
+        assert ast.get_docstring(ast.parse(package.read_text())), package
+
+
 def test_the_grading_machinery_imports_no_chapter():
     graph = import_graph()
     shared = {"dlcourse", "dlcourse.checks", "dlcourse.assets"}  # (infrastructure, no chapter)
@@ -102,7 +140,7 @@ def test_the_grading_machinery_imports_no_chapter():
 
 def test_a_guard_travels_by_name_and_only_a_marked_guard_of_the_course_resolves():
     assert guards.resolve(checks.FORBID) is checks.forbid
-    assert guards.resolve("dlcourse.lm.generation_refused").__name__ == "generation_refused"
+    assert guards.resolve("dlcourse.gpt.lm.generation_refused").__name__ == "generation_refused"
     for name in ("os.system", "dlcourse.checks.assert_close", "dlcourse.checks.nothing", "forbid",
                  "dlcourse.no_such_module.forbid"):
         with pytest.raises((ValueError, ModuleNotFoundError)):

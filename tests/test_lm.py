@@ -9,7 +9,9 @@ import pytest
 import torch
 from transformers import GPT2LMHeadModel, TopKLogitsWarper
 
-from dlcourse import checks, lm, shakespeare, widgets
+from dlcourse import checks
+from dlcourse.datasets import shakespeare
+from dlcourse.gpt import beams, lm, sampling
 
 
 def test_corpus_is_the_measured_text_split_by_whole_plays():
@@ -129,7 +131,8 @@ def test_generation_refused_also_refuses_what_is_imported_inside_the_block():
     # processors imported inside the block are refused there, and work again after it
     script = """
 import sys, torch
-from dlcourse import checks, lm
+from dlcourse import checks
+from dlcourse.gpt import lm
 with lm.generation_refused():
     assert "transformers.generation.utils" not in sys.modules
     from transformers import GPT2Config, GPT2LMHeadModel, TopKLogitsWarper
@@ -171,18 +174,18 @@ def test_next_token_state_shows_what_the_filters_removed():
     logits = torch.tensor([2.0, 1.0, 0.0, -1.0, float("-inf")])
     filtered = logits.clone()
     filtered[2:] = float("-inf")
-    state = widgets.next_token_state(logits, filtered, lambda ids: "abcd "[ids[0]], show=4)
+    state = sampling.next_token_state(logits, filtered, lambda ids: "abcd "[ids[0]], show=4)
     assert state.labels == ["a", "b", "c", "d"]
     assert state.kept.tolist() == [True, True, False, False]
     assert state.kept_total == 2 and state.vocab_size == 5
     torch.testing.assert_close(state.after.sum(), torch.tensor(1.0, dtype=torch.float64))
     torch.testing.assert_close(state.after[0] / state.after[1], torch.tensor(2.718281828, dtype=torch.float64))
     assert state.after[2] == 0 and state.before[2] > 0
-    html = widgets.next_token_html(state, title="toy")
+    html = sampling.next_token_html(state, title="toy")
     assert html.count("font-family:monospace") == 4 and "2 of 5 tokens left" in html
     assert "color:#aaa" in html  # removed tokens are greyed
     with pytest.raises(ValueError, match="removed every token"):
-        widgets.next_token_state(logits, torch.full((5,), float("-inf")), str)
+        sampling.next_token_state(logits, torch.full((5,), float("-inf")), str)
 
 
 def test_sampling_explorer_redraws_and_continues():
@@ -191,14 +194,14 @@ def test_sampling_explorer_redraws_and_continues():
     def next_logits(ids):
         return torch.tensor([[1.0, 0.5, -1.0]])
 
-    model = widgets.LanguageModel("toy", next_logits, lambda s: [vocab.index(c) for c in s],
+    model = sampling.LanguageModel("toy", next_logits, lambda s: [vocab.index(c) for c in s],
                                   lambda ids: "".join(vocab[i] for i in ids), lambda text, s: "ab" * s["length"])
 
     def keep_top(logits, ids, settings):
         k = settings["top_k"] or logits.shape[-1]
         return logits.masked_fill(logits < logits.topk(k).values[:, -1:], float("-inf"))
 
-    view = widgets.sampling_explorer([model], keep_top, prompt="ab")
+    view = sampling.sampling_explorer([model], keep_top, prompt="ab")
     renders = view.renders
     view.controls["top_k"].value = 1
     assert view.renders == renders + 1
@@ -218,14 +221,14 @@ def test_as_gpt2_inverts_the_conversion():
 def test_beam_tree_is_rebuilt_from_the_model_calls():
     calls = [torch.tensor([[7, 1]]), torch.tensor([[7, 1, 3], [7, 1, 4]]), torch.tensor([[7, 1, 3, 5], [7, 1, 4, 6]])]
     sequences = torch.tensor([[7, 1, 3, 5, 9], [7, 1, 4, 9, 9]])  # the second ended with EOS 9, then padding
-    tree = widgets.beam_tree_state(calls, 2, sequences, [-0.5, -0.7], pad_id=9)
+    tree = beams.beam_tree_state(calls, 2, sequences, [-0.5, -0.7], pad_id=9)
     assert tree.returned == {(3, 5, 9): 0, (4, 9): 1}
     assert {(), (3,), (4,), (3, 5), (4, 6)} <= tree.live
     assert tree.nodes[0] == () and set(tree.nodes) == {(), (3,), (4,), (3, 5), (4, 6), (3, 5, 9), (4, 9)}
-    fig = widgets.draw_beam_tree(tree, str)
+    fig = beams.draw_beam_tree(tree, str)
     labels = {t.get_text() for t in fig.axes[0].texts}
     assert {"3", "5", "9", "6"} <= labels and "#1  -0.500" in labels
-    recorder = widgets.RecordingModel(lm.tiny_gpt2(seed=0))
+    recorder = beams.RecordingModel(lm.tiny_gpt2(seed=0))
     recorder(torch.tensor([[1, 2]]))
     assert len(recorder.calls) == 1 and recorder.calls[0].tolist() == [[1, 2]]
 
@@ -254,9 +257,9 @@ def test_frequent_token_is_the_mode_of_the_greedy_continuation():
 
 def test_long_token_labels_get_columns_as_wide_as_themselves():
     """SmolLM2's tokens are words: a fixed 34-pixel column made neighbouring labels overprint."""
-    state = widgets.next_token_state(torch.tensor([2.0, 1.0]), torch.tensor([2.0, 1.0]),
+    state = sampling.next_token_state(torch.tensor([2.0, 1.0]), torch.tensor([2.0, 1.0]),
                                      lambda ids: [" Juliet", " wherefore"][ids[0]], show=2)
-    html = widgets.next_token_html(state)
+    html = sampling.next_token_html(state)
     assert "min-width:34px" in html and "width:34px\"" not in html and "white-space:pre" in html
 
 
@@ -270,7 +273,7 @@ def test_beam_tree_prompt_keeps_its_newline():
         seen.append(ids[0].tolist())
         return torch.cat([ids, ids[:, -1:]], 1), torch.tensor([0.0])
 
-    view = widgets.beam_tree_explorer(search, lm.tiny_gpt2(seed=0), lambda s: [ord(c) % 60 for c in s], str,
+    view = beams.beam_tree_explorer(search, lm.tiny_gpt2(seed=0), lambda s: [ord(c) % 60 for c in s], str,
                                       "JULIET:\nO")
     box = view.controls["text"]
     assert isinstance(box, W.Textarea) and box.value == "JULIET:\nO" and not box.continuous_update

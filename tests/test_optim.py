@@ -1,4 +1,4 @@
-"""dlcourse.optim and the chapter 10 widgets: valleys, the functional optimizer, the shared training loop."""
+"""dlcourse.optim.train and the chapter 10 widgets: valleys, the functional optimizer, the shared training loop."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import warnings
 import pytest
 import torch
 
-from dlcourse import checks, data, optim
-from dlcourse.widgets import optim as wopt
+from dlcourse import checks, data
+from dlcourse.optim import train as optim
+from dlcourse.optim import widgets as wopt
 
 
 def plain_sgd(param, grad, state, *, lr, momentum=0.0, nesterov=False):

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from dlcourse import assets, data, runtime, training, widgets
+from dlcourse.welcome import widgets as welcome_widgets
 
 
 @pytest.mark.parametrize(("env", "expected"), [
@@ -196,25 +197,25 @@ def test_clipping_bounds_the_update_and_the_run_is_recorded(tmp_path, monkeypatc
 
 def test_temperature_state_limits():
     logits = [2.0, 1.0, 0.0]
-    sharp = widgets.temperature_state(logits, 0.01)
-    flat = widgets.temperature_state(logits, 1000.0)
+    sharp = welcome_widgets.temperature_state(logits, 0.01)
+    flat = welcome_widgets.temperature_state(logits, 1000.0)
     assert sharp.top == 0 and sharp.entropy_bits < 1e-3
     assert abs(flat.entropy_bits - math.log2(3)) < 1e-3
-    mid = widgets.temperature_state(logits, 1.0)
+    mid = welcome_widgets.temperature_state(logits, 1.0)
     assert torch.allclose(mid.probs, torch.softmax(torch.tensor(logits, dtype=torch.float64), -1))
-    custom = widgets.temperature_state(logits, 1.0, softmax_fn=lambda z: torch.ones(3) / 3)
+    custom = welcome_widgets.temperature_state(logits, 1.0, softmax_fn=lambda z: torch.ones(3) / 3)
     assert abs(custom.entropy_bits - math.log2(3)) < 1e-6  # float32 thirds
     with pytest.raises(ValueError, match="temperature must be positive"):
-        widgets.temperature_state(logits, 0.0)
+        welcome_widgets.temperature_state(logits, 0.0)
 
 
 def test_temperature_widget_redraws_on_slider_change():
-    view = widgets.softmax_temperature([1.0, 0.0], ["a", "b"])
+    view = welcome_widgets.softmax_temperature([1.0, 0.0], ["a", "b"])
     assert view.renders == 1 and view.last_values == {"temperature": 1.0}
     view.controls["temperature"].value = 0.1
     assert view.renders == 2 and view.last_values == {"temperature": 0.1}
     with pytest.raises(ValueError, match="2 labels for 3 logits"):
-        widgets.softmax_temperature([1.0, 0.0, 2.0], ["a", "b"])
+        welcome_widgets.softmax_temperature([1.0, 0.0, 2.0], ["a", "b"])
 
 
 def test_asset_problems_and_model_dir(tmp_path):

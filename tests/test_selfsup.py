@@ -1,4 +1,4 @@
-"""dlcourse.selfsup and chapter 11's widget: the crop, the loops, the probes and the pair explorer's state."""
+"""dlcourse.selfsup.train and chapter 11's widget: the crop, the loops, the probes and the pair explorer's state."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from dlcourse import selfsup
-from dlcourse.widgets import selfsup as ssl_widgets
+from dlcourse.selfsup import train as selfsup
+from dlcourse.selfsup import widgets as ssl_widgets
 
 
 def _crop_then_resize(images, top, left, height, width):

@@ -1,4 +1,4 @@
-"""dlcourse.sparse: the allocation guard, measured peak memory, the band layout; the long-range task."""
+"""dlcourse.sparse.measure: the allocation guard, measured peak memory, the band layout; the long-range task."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dlcourse import checks, longrange, sparse, widgets
+from dlcourse import checks
 from dlcourse.grading import agent, guards
+from dlcourse.sparse import longrange, widgets
+from dlcourse.sparse import measure as sparse
 
 
 def test_allocation_limit_refuses_a_dense_score_matrix_however_it_is_made():
@@ -39,8 +41,9 @@ def test_allocation_limit_travels_to_the_kernel_as_data():
             torch.ones(20, 20)  # the grader itself is not limited: the guard is for the student's calls
     finally:
         guards.set_trusted(False)
-    assert sent == [["dlcourse.sparse.allocation_limit", 100, "why"], ["dlcourse.checks.forbid", ["softmax"], ""]]
-    with agent._guards([["dlcourse.sparse.allocation_limit", 100, "why"]]), pytest.raises(checks.ForbiddenCall):
+    limit = "dlcourse.sparse.measure.allocation_limit"
+    assert sent == [[limit, 100, "why"], ["dlcourse.checks.forbid", ["softmax"], ""]]
+    with agent._guards([[limit, 100, "why"]]), pytest.raises(checks.ForbiddenCall):
         torch.ones(20, 20)
 
 
@@ -51,7 +54,7 @@ def test_peak_memory_sees_a_temporary_that_was_freed():
     import subprocess
     import sys
 
-    code = ("import json, torch\nfrom dlcourse import sparse\n"
+    code = ("import json, torch\nfrom dlcourse.sparse import measure as sparse\n"
             "p = sparse.peak_memory(lambda: float(torch.ones(4096, 4096).sum()))  # 64 MiB, gone on return\n"
             "print(json.dumps([p.value, p.bytes, p.how]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -157,7 +160,7 @@ def test_the_designer_greys_out_the_block_size_while_there_are_no_random_blocks(
 def test_the_designer_view_updates_its_figure_in_place():
     import matplotlib.pyplot as plt
 
-    from dlcourse.widgets import sparse as wsparse
+    from dlcourse.sparse import widgets as wsparse
 
     def build(n, window, dilation, n_global, n_random, block, seed):
         i = torch.arange(n)

@@ -17,9 +17,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dlcourse import checks, t5
-from dlcourse.models import t5 as t5_layout
-from dlcourse.widgets import t5 as wt5
+from dlcourse import checks
+from dlcourse.t5 import model as t5_layout
+from dlcourse.t5 import train as t5
+from dlcourse.t5 import widgets as wt5
 
 matplotlib.use("Agg")
 
@@ -225,7 +226,8 @@ def test_refusals_installed_before_hugging_face_is_imported_wrap_it_on_import():
     # T5 code is wrapped when an answer imports it, through any spelling
     script = """
 import sys, torch
-from dlcourse import checks, t5
+from dlcourse import checks
+from dlcourse.t5 import train as t5
 t5.install_refusals()
 assert "transformers.models.t5.modeling_t5" not in sys.modules and "transformers.masking_utils" not in sys.modules
 from transformers import T5ForConditionalGeneration

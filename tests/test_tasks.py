@@ -1,9 +1,9 @@
-"""Unit tests of the synthetic sequence tasks (dlcourse.tasks)."""
+"""Unit tests of the synthetic sequence tasks (dlcourse.datasets.tasks)."""
 
 import pytest
 import torch
 
-from dlcourse import tasks
+from dlcourse.datasets import tasks
 
 
 def test_reverse_batch_targets_are_the_reversed_real_symbols():

@@ -14,8 +14,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dlcourse import checks, vae
-from dlcourse.widgets import vae as wvae
+from dlcourse import checks
+from dlcourse.vae import train as vae
+from dlcourse.vae import widgets as wvae
 
 matplotlib.use("Agg")
 

@@ -7,10 +7,12 @@ import pytest
 import torch
 import torch.nn as nn
 
-from dlcourse import checks, vision
+from dlcourse import checks
 from dlcourse.attention import capture_attention
-from dlcourse.models import MultiHeadAttention, vit
-from dlcourse.widgets import vit as wvit
+from dlcourse.transformer.model import MultiHeadAttention
+from dlcourse.vit import model as vit
+from dlcourse.vit import train as vision
+from dlcourse.vit import widgets as wvit
 
 
 def test_reference_attention_equals_nn_multiheadattention_with_masks():

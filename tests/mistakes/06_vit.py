@@ -27,7 +27,7 @@ class ViTEncoderLayer(nn.Module):
     def __init__(self, dim, num_heads, mlp_dim, eps=1e-12):
         super().__init__()
         self.norm1 = nn.LayerNorm(dim, eps=eps)
-        self.self_attn = models.MultiHeadAttention(dim, num_heads)
+        self.self_attn = MultiHeadAttention(dim, num_heads)
         self.norm2 = nn.LayerNorm(dim, eps=eps)
         self.mlp = nn.Sequential(OrderedDict(fc1=nn.Linear(dim, mlp_dim), act=nn.GELU(), fc2=nn.Linear(mlp_dim, dim)))
 

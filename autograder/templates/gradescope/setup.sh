@@ -6,7 +6,7 @@
 #   * Python >= 3.11 (the course's minimum) and a virtual environment in $VENV (default /opt/dlcourse-venv),
 #   * the pinned requirements.txt, with torch 2.13.0 from PyTorch's CPU index (no multi-GB CUDA build),
 #   * the course package (dlcourse) from this folder, editable, so that it finds data/ and models/ here,
-#   * the pretrained models the chapter needs, through the course's own commands (dlcourse.assets, dlcourse.lm),
+#   * the pretrained models the chapter needs, through the course's own commands (dlcourse.assets, dlcourse.gpt.lm),
 #   * bubblewrap (the grader's sandbox) when apt has it; without working namespaces the grader runs the kernel
 #     as an unprivileged user instead (setpriv, util-linux).
 #
@@ -21,7 +21,7 @@ SOURCE="$ROOT/source"
 VENV="${DLCOURSE_GRADESCOPE_VENV:-/opt/dlcourse-venv}"
 TORCH_INDEX="https://download.pytorch.org/whl/cpu"
 MODELS="@MODELS@"          # models/ entries this chapter needs (empty: none)
-PREPARE_LM="@PREPARE_LM@"  # 1: SmolLM2 is converted once (python -m dlcourse.lm prepare)
+PREPARE_LM="@PREPARE_LM@"  # 1: SmolLM2 is converted once (python -m dlcourse.gpt.lm prepare)
 
 say() { echo "[dlcourse setup] $*"; }
 fail() { echo "[dlcourse setup] ERROR: $*" >&2; exit 1; }
@@ -100,7 +100,7 @@ if [ "$PREPARE_LM" = 1 ]; then
   if [ -f "$CONVERTED/model.safetensors" ]; then
     say "SmolLM2 is already converted ($CONVERTED)"
   else
-    HF_HUB_OFFLINE=1 "$PY" -m dlcourse.lm prepare || fail "SmolLM2 could not be converted"
+    HF_HUB_OFFLINE=1 "$PY" -m dlcourse.gpt.lm prepare || fail "SmolLM2 could not be converted"
   fi
 fi
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlcourse.optim import VALLEYS, LrLambda, Update, trajectory
+from dlcourse.optim.train import VALLEYS, LrLambda, Update, trajectory
 from dlcourse.widgets.base import InteractiveView, KeptFigure, fixed_layout, grey_out_idle, interactive_view
 
 # ----------------------------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def draw_schedule(state: ScheduleState, base_lr: float):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, NullLocator
 
-    from dlcourse.optim import smooth
+    from dlcourse.optim.train import smooth
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.2))
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.88, wspace=0.25)  # fixed: no layout pass

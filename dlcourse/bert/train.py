@@ -2,7 +2,7 @@
 step-budgeted pre-training and fine-tuning, the genre task, and all-MiniLM-L6-v2 loaded offline.
 
 The chapter's exercises (WordPiece, masking, pair encoding, the model) are the student's: the functions here
-take them as arguments and never re-implement them. Model layouts live in :mod:`dlcourse.models.bert`.
+take them as arguments and never re-implement them. Model layouts live in :mod:`dlcourse.bert.model`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from dlcourse import shakespeare, training
+from dlcourse import training
+from dlcourse.datasets import shakespeare
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4 in every vocabulary the chapter trains
 PAD, UNK, CLS, SEP, MASK = range(5)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dlcourse import selfsup
+from dlcourse.selfsup import train as selfsup
 from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
 
 Views = Callable[..., tuple[torch.Tensor, torch.Tensor]]  # (images, generator, *, scale, jitter) -> two views

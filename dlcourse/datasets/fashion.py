@@ -6,7 +6,7 @@ greyscale images of 28×28 pixels in ten classes. The course ships a seeded, cla
 the original files that Debian's ``dataset-fashion-mnist`` package installs under
 ``/usr/share/datasets/fashion-mnist``. :func:`build_subset` is the script that made it:
 
-    python -m dlcourse.fashion build /usr/share/datasets/fashion-mnist data/fashion_mnist
+    python -m dlcourse.datasets.fashion build /usr/share/datasets/fashion-mnist data/fashion_mnist
 
 :func:`load` returns tensors; :func:`as_dataset` a Hugging Face ``datasets.Dataset``.
 """
@@ -116,8 +116,9 @@ def as_dataset(split: str = "train"):
     return datasets.Dataset.from_dict({"image": images, "label": labels.astype(np.int64)}, features=features)
 
 
-if __name__ == "__main__":  # python -m dlcourse.fashion build SOURCE OUT
+if __name__ == "__main__":  # python -m dlcourse.datasets.fashion build SOURCE OUT
     if len(sys.argv) != 4 or sys.argv[1] != "build":
-        sys.exit("usage: python -m dlcourse.fashion build /usr/share/datasets/fashion-mnist data/fashion_mnist")
+        sys.exit("usage: python -m dlcourse.datasets.fashion build "
+                 "/usr/share/datasets/fashion-mnist data/fashion_mnist")
     for written in build_subset(sys.argv[2], sys.argv[3]):
         print(written, written.stat().st_size)

@@ -1,5 +1,5 @@
 """A Hugging Face module seen through the course's parameter names: the mechanism behind the ``InCourseLayout``
-classes of :mod:`dlcourse.models.bert` and :mod:`dlcourse.models.vit`, which supply each architecture's names."""
+classes of :mod:`dlcourse.bert.model` and :mod:`dlcourse.vit.model`, which supply each architecture's names."""
 
 from __future__ import annotations
 

@@ -214,7 +214,7 @@ def generation_refused(why: str = "write the decoding yourself") -> Iterator[Non
     from dlcourse.checks import ForbiddenCall
 
     if guards.is_trusted():  # the grader: the refusal travels with each call into the student's kernel
-        with guards.pushed(("dlcourse.lm.generation_refused", why)):
+        with guards.pushed(("dlcourse.gpt.lm.generation_refused", why)):
             yield
         return
 
@@ -464,12 +464,12 @@ def _save_dequantized(model: nn.Module, tokenizer, path) -> None:
     partial.replace(path)
 
 
-if __name__ == "__main__":  # `python -m dlcourse.lm prepare`: convert SmolLM2 once (make setup)
+if __name__ == "__main__":  # `python -m dlcourse.gpt.lm prepare`: convert SmolLM2 once (make setup)
     import sys
     import time
 
     if sys.argv[1:] != ["prepare"]:
-        raise SystemExit("usage: python -m dlcourse.lm prepare")
+        raise SystemExit("usage: python -m dlcourse.gpt.lm prepare")
     start = time.perf_counter()
     load_smollm2()
     print(f"SmolLM2-135M ready in {time.perf_counter() - start:.1f} s")

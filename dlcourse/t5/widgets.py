@@ -56,7 +56,7 @@ class SpanState:
 def span_state(text: str, noise_density: float, mean_span: float, seed: int, noise_mask: NoiseMask,
                corrupt: Corrupt, vocab: Any) -> SpanState:
     """The student's ``noise_mask`` and ``corrupt`` applied to ``text`` (characters) with a generator seeded by
-    ``seed``; ``vocab`` encodes and decodes (see :class:`dlcourse.t5.Vocab`)."""
+    ``seed``; ``vocab`` encodes and decodes (see :class:`dlcourse.t5.train.Vocab`)."""
     if len(text) < 2:
         raise ValueError("type at least two characters")
     tokens = torch.tensor(vocab.encode(text))
@@ -261,8 +261,8 @@ def cross_attention_run(hf_model: Any, vocab: Any, source: str, max_new_tokens: 
     """Decode ``source`` greedily with a Hugging Face ``T5ForConditionalGeneration`` (eager attention) and run
     the decoder once more over its output: (input ids (1, S), generated ids (T,), cross-attentions, one
     (1, H, T, S) tensor per decoder block)."""
-    from dlcourse import t5
-    from dlcourse.models.t5 import T5InCourseLayout
+    from dlcourse.t5 import train as t5
+    from dlcourse.t5.model import T5InCourseLayout
 
     if not source:
         raise ValueError("type an input")

@@ -56,7 +56,7 @@ def hf_model(seed: int, dtype: torch.dtype = torch.float32, init_scale: float = 
     attention biases start tiny; tests scale them up so that a wrong bucket shows)."""
     from transformers import T5ForConditionalGeneration
 
-    from dlcourse.lm import quiet_transformers
+    from dlcourse.gpt.lm import quiet_transformers
 
     torch.manual_seed(seed)
     with quiet_transformers():

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from dlcourse.models.layout import CourseLayout
+from dlcourse.layout import CourseLayout
 
 # (Hugging Face name pattern, course name) for names that only change; order matters (first match wins).
 _RENAMES = [

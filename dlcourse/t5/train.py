@@ -102,7 +102,7 @@ class Vocab:
 @cache
 def vocab() -> Vocab:
     """The chapter's vocabulary: every character of the Shakespeare corpus and of chapter 01's dates."""
-    from dlcourse import dates, shakespeare
+    from dlcourse.datasets import dates, shakespeare
 
     date_chars = "".join(dates.vocabularies()[0].itos[len(dates.SPECIALS):])
     return Vocab("".join(shakespeare.char_corpus().tokenizer.itos) + date_chars + "0123456789-:")
@@ -112,7 +112,7 @@ def vocab() -> Vocab:
 def corpus_ids() -> tuple[torch.Tensor, torch.Tensor]:
     """The Shakespeare corpus in this vocabulary: (training ids, held-out ids), int64; the held-out plays are
     chapter 04's."""
-    from dlcourse import shakespeare
+    from dlcourse.datasets import shakespeare
 
     corpus = shakespeare.char_corpus()
     table = torch.tensor([vocab().stoi[c] for c in corpus.tokenizer.itos])
@@ -317,7 +317,7 @@ def _test_words(lo: int, hi: int) -> list[str]:
 
 @cache
 def _texts() -> tuple[str, str]:
-    from dlcourse import shakespeare
+    from dlcourse.datasets import shakespeare
 
     return shakespeare.split()
 
@@ -340,7 +340,7 @@ def task_examples(task: str, n: int, seed: int, split: str = "train") -> list[Ex
     text = train_text if split == "train" else test_text
     prefix = PREFIXES[task]
     if task == "date":
-        from dlcourse import dates
+        from dlcourse.datasets import dates
 
         pairs = dates.generate(n, seed if split == "train" else seed + 10_000)
         return [Example(task, prefix + p.source, p.target) for p in pairs]
@@ -479,7 +479,7 @@ class DecoderView:
         self.model, self.input_ids, self.attention_mask = model, input_ids, attention_mask
 
     def __call__(self, decoder_ids: torch.Tensor):
-        from dlcourse.lm import LMOutput
+        from dlcourse.gpt.lm import LMOutput
 
         return LMOutput(self.model(self.input_ids, decoder_ids, self.attention_mask), None)
 

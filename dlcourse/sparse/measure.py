@@ -78,7 +78,7 @@ def allocation_limit(max_elements: int, why: str = "") -> Iterator[None]:
     """
     max_elements = int(max_elements)
     if guards.is_trusted():
-        with guards.pushed(("dlcourse.sparse.allocation_limit", max_elements, why)):
+        with guards.pushed(("dlcourse.sparse.measure.allocation_limit", max_elements, why)):
             yield
         return
     with _AllocationWatch(max_elements, f" ({why})" if why else ""):

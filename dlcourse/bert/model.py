@@ -4,7 +4,7 @@ Chapter 03 builds BERT from chapter 02's blocks. A BERT layer is chapter 02's ``
 post-norm form, with the exact GELU and LayerNorm eps 1e-12 (what ``nn.TransformerEncoderLayer(norm_first=False,
 activation="gelu", layer_norm_eps=1e-12)`` computes). :class:`EncoderLayer` is that layer as a reference block
 — chapter 02's parameters (``self_attn``, ``ff.linear1``, ``ff.linear2``, ``norm1``, ``norm2``) and call — on
-the package's :class:`~dlcourse.models.attention.MultiHeadAttention`. The parameters are named
+the package's :class:`~dlcourse.transformer.model.MultiHeadAttention`. The parameters are named
 
 ===============================================  ==========================================================
 course                                           Hugging Face ``BertForPreTraining`` (``BertModel`` has no
@@ -38,8 +38,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from dlcourse.models.attention import MultiHeadAttention
-from dlcourse.models.layout import CourseLayout
+from dlcourse.layout import CourseLayout
+from dlcourse.transformer.model import MultiHeadAttention
 
 # ----------------------------------------------------------------------------------------------------
 # Chapter 02's encoder layer, as a reference block

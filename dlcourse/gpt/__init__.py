@@ -1,0 +1,7 @@
+"""Chapter 04, GPT and decoding.
+
+* :mod:`~dlcourse.gpt.lm` — the language-model output convention, tiny GPT-2 oracles, weight conversion,
+  SmolLM2, the scaling-law fit (chapter 05 reuses the convention);
+* :mod:`~dlcourse.gpt.sampling` — the sampling explorer (the next-token distribution under the decoding knobs);
+* :mod:`~dlcourse.gpt.beams` — the beam-search tree.
+"""

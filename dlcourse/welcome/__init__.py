@@ -1,0 +1,1 @@
+"""Chapter 00, welcome: :mod:`~dlcourse.welcome.widgets` holds the softmax-temperature explorer."""
