@@ -17,7 +17,7 @@ import torch
 
 from dlcourse.grading import guards
 from dlcourse.grading.channel import Channel
-from dlcourse.grading.common import attribute_path, float_tensors
+from dlcourse.grading.common import attribute_path, float_tensors, random_projection
 from dlcourse.grading.wire import Record
 
 
@@ -148,15 +148,13 @@ class Agent:
 
     def op_backward(self, obj: Any, args: list, kwargs: dict, wrt: list[int], seed: int, guards: Any = None,
                     params: bool = False) -> dict:
-        from dlcourse.checks import _random_projection
-
         xs = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) and i in wrt else a
               for i, a in enumerate(args)]
         if params and isinstance(obj, torch.nn.Module):
             obj.zero_grad(set_to_none=True)
         with _guards(guards):
             out = obj(*xs, **kwargs)
-        total = _random_projection(out, seed)
+        total = random_projection(out, seed)
         if not isinstance(total, torch.Tensor) or not total.requires_grad:
             return {"output": out, "connected": False}
         leaves = [xs[i] for i in wrt]

@@ -1,4 +1,4 @@
-"""What the checks, the kernel's agent and the grader's proxies all use: the failures a check raises and two
+"""What the checks, the kernel's agent and the grader's proxies all use: the failures a check raises and three
 helpers on values. It imports nothing of the course, so each of them can import it.
 """
 
@@ -38,3 +38,20 @@ def float_tensors(obj: Any) -> list[torch.Tensor]:
         except Exception:  # noqa: BLE001
             return []
     return []
+
+
+_TensorType = torch.Tensor  # kept at import: the student's code may rebind torch.Tensor later
+
+
+def random_projection(out: Any, seed: int) -> Any:
+    """``<out, R>`` summed over the floating-point tensors in ``out``, for a fixed random ``R`` (NaN as 0).
+
+    Its gradient is a vector-Jacobian product with a random vector, which tests every output direction. The checks
+    use it in the grader's process and the kernel's agent in the student's, so both project alike.
+    """
+    __tracebackhide__ = True
+    outs = [o for o in (out if isinstance(out, tuple | list) else (out,))
+            if isinstance(o, _TensorType) and o.is_floating_point()]
+    gen = torch.Generator().manual_seed(seed)
+    return sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)).nan_to_num().sum()
+               for o in outs)
