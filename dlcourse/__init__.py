@@ -1,7 +1,8 @@
 """Helper package of the course *Deep Learning from Scratch: attention, Transformers and generative models*.
 
 One package per chapter holds everything of that chapter that is not the student's exercise (its data
-preparation and training, the reference blocks later chapters reuse, its widgets):
+preparation and training, the reference blocks later chapters reuse, its widgets), except its architecture
+figures, which are all drawn by :mod:`dlcourse.diagrams`:
 
 =====================================  ==========================
 chapter                                package

@@ -1,4 +1,4 @@
-"""The date-normalisation data of chapter 01: a function from inputs to targets, seeded, offline."""
+"""The date-normalisation data set (chapters 01, 02 and 05): a function from inputs to targets, seeded, offline."""
 
 import datetime as dt
 

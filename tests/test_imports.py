@@ -1,5 +1,5 @@
 """The package's import graph: no cycle, no chapter's package importing a later chapter's, and the grading
-machinery importing no chapter's module.
+machinery importing no chapter's module nor the checks.
 
 Every import statement counts, those inside functions too (a cycle through a late import still ties the
 modules together). Guards a chapter needs travel into the kernel by name (dlcourse.grading.guards).

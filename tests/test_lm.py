@@ -1,5 +1,5 @@
-"""Chapter 04's package pieces: the Shakespeare corpus, GPT-2 weight conversion, the refusal guard, the
-cached-model adapter and the sampling explorer's logic."""
+"""Chapter 04's package pieces and the Shakespeare corpus (a shared data set) it trains on: GPT-2 weight
+conversion, the refusal guard, the cached-model adapter and the sampling explorer's logic."""
 
 import subprocess
 import sys

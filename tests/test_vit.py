@@ -1,4 +1,5 @@
-"""Chapter 06's package code: the reference attention block, the ViT weight layout, timed training, widgets."""
+"""Chapter 06's package code (the ViT weight layout, timed training, widgets), and chapter 02's reference attention
+block that the chapter's layers use."""
 
 from __future__ import annotations
 

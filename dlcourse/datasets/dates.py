@@ -1,4 +1,5 @@
-"""Human-written dates → ISO 8601, a small "translation" task for seq2seq models (chapter 01).
+"""Human-written dates → ISO 8601, a small "translation" task for seq2seq models (chapters 01,
+02 and 05).
 
 Dates between 1950 and 2049 are drawn with ``faker`` and written with ``babel`` in eight locales and many
 formats ("3 mars 2021", "Wednesday, March 3, 2021", "03.03.21", ...); the target is "2021-03-03". Every

@@ -1,4 +1,4 @@
-"""Fashion-MNIST: the class-balanced subset bundled in ``data/fashion_mnist/`` (chapters 06–08).
+"""Fashion-MNIST: the class-balanced subset bundled in ``data/fashion_mnist/`` (chapters 06–08 and 11).
 
 Zalando's Fashion-MNIST (Xiao, Rasul & Vollgraf, 2017; MIT licence) has 60,000 training and 10,000 test
 greyscale images of 28×28 pixels in ten classes. The course ships a seeded, class-balanced subset —

