@@ -1,8 +1,7 @@
 """Helper package of the course *Deep Learning from Scratch: attention, Transformers and generative models*.
 
 One package per chapter holds everything of that chapter that is not the student's exercise (its data
-preparation and training, the reference blocks later chapters reuse, its widgets), except its architecture
-figures, which are all drawn by :mod:`dlcourse.diagrams`:
+preparation and training, the reference blocks later chapters reuse, its widgets and its architecture figures):
 
 =====================================  ==========================
 chapter                                package
@@ -33,7 +32,7 @@ chapters (tests/test_imports.py). The data sets several chapters share are in :m
 * :mod:`dlcourse.widgets` — the widget pattern and the attention heat map;
 * :mod:`dlcourse.attention` — capturing attention weights; :mod:`dlcourse.layout` — a Hugging Face module seen
   through the course's parameter names;
-* :mod:`dlcourse.diagrams` — architecture figures drawn with matplotlib;
+* :mod:`dlcourse.diagrams` — the conventions and drawing helpers of the chapters' architecture figures;
 * :mod:`dlcourse.data` — offline data and checkpoints; :mod:`dlcourse.assets` — verified pretrained model files;
 * :mod:`dlcourse.validate`, :mod:`dlcourse.onimport` — notebook validation; hooks run when a module is imported.
 """

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import io
 import itertools
 
@@ -16,22 +18,33 @@ from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+import dlcourse  # noqa: E402
 from dlcourse import diagrams  # noqa: E402
+from dlcourse.bert import diagrams as bert_diagrams  # noqa: E402
+from dlcourse.gan import diagrams as gan_diagrams  # noqa: E402
+from dlcourse.gpt import diagrams as gpt_diagrams  # noqa: E402
+from dlcourse.selfsup import diagrams as selfsup_diagrams  # noqa: E402
+from dlcourse.seq2seq import diagrams as seq2seq_diagrams  # noqa: E402
+from dlcourse.sparse import diagrams as sparse_diagrams  # noqa: E402
+from dlcourse.t5 import diagrams as t5_diagrams  # noqa: E402
+from dlcourse.transformer import diagrams as transformer_diagrams  # noqa: E402
+from dlcourse.vae import diagrams as vae_diagrams  # noqa: E402
+from dlcourse.vit import diagrams as vit_diagrams  # noqa: E402
 
 DIAGRAMS = [
-    diagrams.seq2seq_attention,
-    diagrams.residual_layers,
-    diagrams.encoder_decoder_transformer,
-    diagrams.gpt_block,
-    diagrams.attention_masks,
-    diagrams.vit_input_pipeline,
-    diagrams.gan_step_gradients,
-    diagrams.bert_input_embeddings,
-    diagrams.bert_pretraining_heads,
-    diagrams.simclr_pipeline,
-    diagrams.vae_reparameterization,
-    diagrams.t5_encoder_decoder,
-    diagrams.bigbird_blocks,
+    seq2seq_diagrams.seq2seq_attention,
+    transformer_diagrams.residual_layers,
+    transformer_diagrams.encoder_decoder_transformer,
+    gpt_diagrams.gpt_block,
+    transformer_diagrams.attention_masks,
+    vit_diagrams.vit_input_pipeline,
+    gan_diagrams.gan_step_gradients,
+    bert_diagrams.bert_input_embeddings,
+    bert_diagrams.bert_pretraining_heads,
+    selfsup_diagrams.simclr_pipeline,
+    vae_diagrams.vae_reparameterization,
+    t5_diagrams.t5_encoder_decoder,
+    sparse_diagrams.bigbird_blocks,
 ]
 
 
@@ -85,6 +98,20 @@ def png_bytes(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
+def test_every_chapters_figure_is_checked_here():
+    """Each chapter's figures live in its package's ``diagrams`` module; every function there that draws one
+    (returns a Figure) is in DIAGRAMS, so a new figure cannot skip the checks below."""
+    found = []
+    for package in dlcourse.CHAPTERS.values():
+        try:
+            module = importlib.import_module(f"{package}.diagrams")
+        except ModuleNotFoundError:
+            continue
+        found += [fn for name, fn in vars(module).items() if inspect.isfunction(fn) and not name.startswith("_")
+                  and fn.__module__ == module.__name__ and fn.__annotations__.get("return") == "Figure"]
+    assert len(found) == 13 and set(found) == set(DIAGRAMS)
+
+
 @pytest.mark.parametrize("draw", DIAGRAMS, ids=lambda f: f.__name__)
 def test_figure_is_closed_notebook_sized_legible_and_renders(draw):
     before = plt.get_fignums()
@@ -97,7 +124,7 @@ def test_figure_is_closed_notebook_sized_legible_and_renders(draw):
 
 
 def test_seq2seq_attention_labels():
-    labels = labels_of(diagrams.seq2seq_attention("3 mai 2021", "2021-05-03", step=3))
+    labels = labels_of(seq2seq_diagrams.seq2seq_attention("3 mai 2021", "2021-05-03", step=3))
     for c in "3mai2021":
         assert c in labels
     assert labels.count("\u2423") == 2  # the two spaces of the source
@@ -114,7 +141,7 @@ def attention_lines(fig: Figure):
 
 def test_seq2seq_attention_weights_are_a_distribution_drawn_by_width_and_opacity():
     source = "3 mai 2021"
-    fig = diagrams.seq2seq_attention(source, "2021-05-03", step=3)
+    fig = seq2seq_diagrams.seq2seq_attention(source, "2021-05-03", step=3)
     lines = attention_lines(fig)
     assert len(lines) == len(source)
     widths = [p.get_linewidth() for p in lines]
@@ -129,27 +156,27 @@ def test_seq2seq_attention_weights_are_a_distribution_drawn_by_width_and_opacity
 
 
 def test_seq2seq_attention_takes_given_weights_and_checks_arguments():
-    fig = diagrams.seq2seq_attention("abc", "cab", step=1, weights=[1, 2, 5])
+    fig = seq2seq_diagrams.seq2seq_attention("abc", "cab", step=1, weights=[1, 2, 5])
     widths = [p.get_linewidth() / diagrams.ATTENTION_LINE_WIDTH for p in attention_lines(fig)]
     assert widths == pytest.approx([1 / 8, 2 / 8, 5 / 8])
     with pytest.raises(ValueError):
-        diagrams.seq2seq_attention("abc", "cab", step=4)
+        seq2seq_diagrams.seq2seq_attention("abc", "cab", step=4)
     with pytest.raises(ValueError):
-        diagrams.seq2seq_attention("abc", "cab", step=1, weights=[1, 2])
-    assert sum(diagrams.alignment_weights("3 mai 2021", "2021-05-03", 10)) == pytest.approx(1.0)
+        seq2seq_diagrams.seq2seq_attention("abc", "cab", step=1, weights=[1, 2])
+    assert sum(seq2seq_diagrams.alignment_weights("3 mai 2021", "2021-05-03", 10)) == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(("source", "target", "step"), [
     ("03.03.21", "2021-03-03", 1), ("3 mai 2021", "2021-05-03", 10), ("on 12/4/99", "1999-12-04", 6),
 ])
 def test_seq2seq_attention_stays_legible_for_other_steps_and_dates(source, target, step):
-    fig = diagrams.seq2seq_attention(source, target, step=step)
+    fig = seq2seq_diagrams.seq2seq_attention(source, target, step=step)
     assert_legible(fig)
     assert len(attention_lines(fig)) == len(source)
 
 
 def test_residual_layers_labels():
-    labels = labels_of(diagrams.residual_layers())
+    labels = labels_of(transformer_diagrams.residual_layers())
     assert labels.count("LayerNorm") == 2
     assert labels.count("sublayer\n(attention or FFN)") == 2
     assert labels.count("residual") == 2
@@ -158,7 +185,7 @@ def test_residual_layers_labels():
 
 
 def test_encoder_decoder_transformer_labels():
-    labels = labels_of(diagrams.encoder_decoder_transformer())
+    labels = labels_of(transformer_diagrams.encoder_decoder_transformer())
     for key in ["self-attention", "masked self-attention", "cross-attention", "keys,\nvalues", "linear",
                 "softmax", "input embedding", "output embedding", "encoder\nlayer\n× N", "decoder\nlayer\n× N"]:
         assert key in labels, key
@@ -168,7 +195,7 @@ def test_encoder_decoder_transformer_labels():
 
 
 def test_gpt_block_labels():
-    labels = labels_of(diagrams.gpt_block())
+    labels = labels_of(gpt_diagrams.gpt_block())
     for key in ["causal self-attention", "MLP (GELU)", "final LayerNorm", "token embedding $W_E$",
                 "position embedding $W_P$", "softmax", "transformer\nblock\n× N"]:
         assert key in labels, key
@@ -177,24 +204,24 @@ def test_gpt_block_labels():
 
 
 def test_mask_grids():
-    grids = diagrams.mask_grids(6)
+    grids = transformer_diagrams.mask_grids(6)
     assert grids["padding"][0] == [True] * 4 + [False] * 2
     assert grids["causal"][2] == [True] * 3 + [False] * 3
     assert grids["both"][5] == [True] * 4 + [False] * 2
     assert all(row[0] for grid in grids.values() for row in grid)  # no softmax row left empty
     with pytest.raises(ValueError):
-        diagrams.mask_grids(1)
+        transformer_diagrams.mask_grids(1)
 
 
 @pytest.mark.parametrize("n", [3, 6, 10])
 def test_attention_masks(n):
-    fig = diagrams.attention_masks(n)
+    fig = transformer_diagrams.attention_masks(n)
     assert_legible(fig)
     labels = labels_of(fig)
     for key in ["padding (key) mask", "causal mask", "padding + causal", "allowed: score kept",
                 "blocked: score → −∞", "$q_{1}$", f"$k_{{{n}}}$"]:
         assert key in labels, key
-    grids = diagrams.mask_grids(n)
+    grids = transformer_diagrams.mask_grids(n)
     for ax, grid in zip(fig.axes, grids.values(), strict=True):
         cells = [p for p in ax.patches if p.get_gid() is None]
         assert len(cells) == n * n
@@ -217,19 +244,19 @@ def test_assert_legible_catches_colliding_texts_and_spilling_labels():
 
 
 def test_vit_input_pipeline_labels_and_grid():
-    fig = diagrams.vit_input_pipeline(grid=4)
+    fig = vit_diagrams.vit_input_pipeline(grid=4)
     labels = labels_of(fig)
     for key in ["flatten each\npatch", "linear\nprojection $E$", "put [CLS]\nin front", "position\nembeddings",
                 "Transformer\nencoder × L", "LayerNorm,\nhead on [CLS]", "$(N,\\ C P^2)$", "$(N{+}1,\\ D)$"]:
         assert key in labels, key
     assert [str(i) for i in range(1, 17)] == [s for s in labels if s.isdigit()]  # patches numbered row by row
-    assert_legible(diagrams.vit_input_pipeline(grid=6))
+    assert_legible(vit_diagrams.vit_input_pipeline(grid=6))
     with pytest.raises(ValueError):
-        diagrams.vit_input_pipeline(grid=1)
+        vit_diagrams.vit_input_pipeline(grid=1)
 
 
 def test_gan_step_gradients_cuts_the_discriminator_step_and_updates_one_network_per_step():
-    fig = diagrams.gan_step_gradients()
+    fig = gan_diagrams.gan_step_gradients()
     left, right = ([t.get_text() for t in ax.texts] for ax in fig.axes)
     assert ".detach()" in left and ".detach()" not in right
     assert "$\\nabla J_D$" in left and "$\\nabla J_G$" in right and "through D" in right
@@ -242,10 +269,10 @@ def test_gan_step_gradients_cuts_the_discriminator_step_and_updates_one_network_
 
 
 def test_bert_input_embeddings_sums_three_embeddings_per_token():
-    fig = diagrams.bert_input_embeddings()
+    fig = bert_diagrams.bert_input_embeddings()
     labels = labels_of(fig)
-    tokens = diagrams.BERT_EXAMPLE
-    assert diagrams.bert_segments(tokens) == [0] * 6 + [1] * 4
+    tokens = bert_diagrams.BERT_EXAMPLE
+    assert bert_diagrams.bert_segments(tokens) == [0] * 6 + [1] * 4
     for key in ["token\nembeddings", "segment\nembeddings", "position\nembeddings", "[CLS]", "##s",
                 "$E_{[\\mathrm{CLS}]}$", "$E_{\\#\\#\\mathrm{s}}$", "$E_{0}$", f"$E_{{{len(tokens) - 1}}}$"]:
         assert key in labels, key
@@ -253,13 +280,13 @@ def test_bert_input_embeddings_sums_three_embeddings_per_token():
     adds = [p for p in fig.axes[0].patches if type(p).__name__ == "Circle" and p.get_facecolor() == to_rgba("white")]
     assert len(adds) == 2 * len(tokens)  # token + segment + position: two additions per column
     assert any("LayerNorm" in s for s in labels)
-    assert_legible(diagrams.bert_input_embeddings(("[CLS]", "a", "[SEP]")))
+    assert_legible(bert_diagrams.bert_input_embeddings(("[CLS]", "a", "[SEP]")))
     with pytest.raises(ValueError):
-        diagrams.bert_segments(["[CLS]", "a"])
+        bert_diagrams.bert_segments(["[CLS]", "a"])
 
 
 def test_bert_pretraining_heads_put_mlm_on_masked_positions_and_nsp_on_cls():
-    fig = diagrams.bert_pretraining_heads()
+    fig = bert_diagrams.bert_pretraining_heads()
     labels = labels_of(fig)
     assert labels.count("[MASK]") == 1 and "cannot" not in labels  # the input shows [MASK], not the word
     for key in ["pooler: tanh($W_p h_0 + b_p$)", "NSP: linear → 2", "IsNext or NotNext?",
@@ -269,16 +296,16 @@ def test_bert_pretraining_heads_put_mlm_on_masked_positions_and_nsp_on_cls():
     assert any("\\sum_{i \\in M}" in s for s in labels) and any('original "cannot"' in s for s in labels)
     red = [t.get_text() for t in fig.axes[0].texts if to_rgba(t.get_color()) == to_rgba(diagrams.ACCENT)]
     assert "[MASK]" in red
-    two = diagrams.bert_pretraining_heads(masked=(2, 7), original="penguin")
+    two = bert_diagrams.bert_pretraining_heads(masked=(2, 7), original="penguin")
     assert labels_of(two).count("[MASK]") == 2
     assert_legible(two)
     for bad in [(0,), (5,), ()]:  # [CLS], [SEP], nothing masked
         with pytest.raises(ValueError):
-            diagrams.bert_pretraining_heads(masked=bad)
+            bert_diagrams.bert_pretraining_heads(masked=bad)
 
 
 def test_simclr_pipeline_has_two_branches_through_one_encoder_and_a_head():
-    labels = labels_of(diagrams.simclr_pipeline())
+    labels = labels_of(selfsup_diagrams.simclr_pipeline())
     assert labels.count("encoder $f$ (CNN)") == 2 and labels.count("projection head $g$") == 2
     for key in ["image $x$", "augment $t \\sim \\mathcal{T}$", "augment $t' \\sim \\mathcal{T}$", "shared weights",
                 "$h_i$", "$h_j$", "$z_i$", "$z_j$"]:
@@ -288,7 +315,7 @@ def test_simclr_pipeline_has_two_branches_through_one_encoder_and_a_head():
 
 
 def test_vae_reparameterization_draws_the_noise_outside_and_the_gradient_into_mu_and_sigma():
-    fig = diagrams.vae_reparameterization()
+    fig = vae_diagrams.vae_reparameterization()
     labels = labels_of(fig)
     for key in ["$x$", "encoder", "$\\mu$", "$\\log\\sigma^2$", "$z = \\mu + \\sigma \\odot \\varepsilon$",
                 "$\\varepsilon \\sim \\mathcal{N}(0, I)$", "decoder", "logits", "$\\bar z$",
@@ -303,7 +330,7 @@ def test_vae_reparameterization_draws_the_noise_outside_and_the_gradient_into_mu
 
 
 def test_t5_encoder_decoder_labels():
-    labels = labels_of(diagrams.t5_encoder_decoder())
+    labels = labels_of(t5_diagrams.t5_encoder_decoder())
     for key in ["Thank you <X> me to your party <Y> week.", "<s> <X> for inviting <Y> last", "final RMSNorm",
                 "RMSNorm → self-attention + $B$", "RMSNorm → causal self-attention + $B$", "RMSNorm → cross-attention",
                 "encoder outputs $E$", "targets: <X> for inviting <Y> last <Z>"]:
@@ -315,32 +342,32 @@ def test_t5_encoder_decoder_labels():
 
 
 def test_bigbird_block_layout():
-    grid = diagrams.bigbird_block_layout(8, r=2, seed=0)
+    grid = sparse_diagrams.bigbird_block_layout(8, r=2, seed=0)
     assert grid[0] == ["global"] * 8 and grid[7] == ["global"] * 8
     for i in range(1, 7):
         row = grid[i]
         assert row[0] == row[7] == "global"
         assert row.count("random") == 2
         assert all(row[j] in ("window", "global") for j in (i - 1, i, i + 1))
-    assert grid == diagrams.bigbird_block_layout(8, r=2, seed=0)  # seeded
-    assert diagrams.bigbird_block_layout(6, r=0, seed=1)[3].count("random") == 0
+    assert grid == sparse_diagrams.bigbird_block_layout(8, r=2, seed=0)  # seeded
+    assert sparse_diagrams.bigbird_block_layout(6, r=0, seed=1)[3].count("random") == 0
     with pytest.raises(ValueError):
-        diagrams.bigbird_block_layout(8, r=4)
+        sparse_diagrams.bigbird_block_layout(8, r=4)
 
 
 def test_bigbird_blocks_gathers_five_plus_r_key_blocks_and_colours_the_grid():
-    fig = diagrams.bigbird_blocks(n_blocks=8, r=2, query=3)
+    fig = sparse_diagrams.bigbird_blocks(n_blocks=8, r=2, query=3)
     labels = labels_of(fig)
     for key in ["window", "global", "random", "key block", "query block", "query block 3\n$(b \\times d)$"]:
         assert key in labels, key
     assert any("gathered" in s and "$(5 + r)\\,b \\times d$" in s for s in labels)
     assert any("dense" in s and "block product" in s for s in labels)
-    grid = diagrams.bigbird_block_layout(8, r=2, seed=0)
-    colours = {to_rgba(c): kind for kind, c in diagrams.BLOCK_KINDS.items()}
+    grid = sparse_diagrams.bigbird_block_layout(8, r=2, seed=0)
+    colours = {to_rgba(c): kind for kind, c in sparse_diagrams.BLOCK_KINDS.items()}
     cells = [colours.get(p.get_facecolor()) for p in fig.axes[0].patches if type(p).__name__ == "Rectangle"]
     # the key row (8), the gathered tensor (5 + r = 7), the grid (64), the legend (3)
     assert cells.count("random") == 2 + 2 + sum(row.count("random") for row in grid) + 1
     assert cells[8:15] == ["window"] * 3 + ["global"] * 2 + ["random"] * 2
-    assert_legible(diagrams.bigbird_blocks(n_blocks=10, r=3, query=6, seed=2))
+    assert_legible(sparse_diagrams.bigbird_blocks(n_blocks=10, r=3, query=6, seed=2))
     with pytest.raises(ValueError):
-        diagrams.bigbird_blocks(query=1)
+        sparse_diagrams.bigbird_blocks(query=1)

@@ -3,5 +3,6 @@
 * :mod:`~dlcourse.gpt.lm` — the language-model output convention, tiny GPT-2 oracles, weight conversion,
   SmolLM2, the scaling-law fit (chapter 05 reuses the convention);
 * :mod:`~dlcourse.gpt.sampling` — the sampling explorer (the next-token distribution under the decoding knobs);
-* :mod:`~dlcourse.gpt.beams` — the beam-search tree.
+* :mod:`~dlcourse.gpt.beams` — the beam-search tree;
+* :mod:`~dlcourse.gpt.diagrams` — the GPT stack.
 """
