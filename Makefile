@@ -144,12 +144,16 @@ gradescope: instructor-only ## dist/gradescope/<CH>.zip, Gradescope's autograder
 html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy; the pages work offline (CDN=1: scripts from the internet)
 	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast) $(if $(CDN),--cdn) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
 
-bench: instructor-only setup ## benchmarks; results go to bench/results/ (widgets in a browser: bench/browser.py; how soon a lecture's widgets answer after Run All: bench/lecture.py; grading a class: bench/grading.py, long; against plain nbgrader: bench/versus.py)
+bench: instructor-only setup ## benchmarks; results go to bench/results/ (widgets in a browser: bench/browser.py; how soon a lecture's widgets answer after Run All: bench/lecture.py; grading a class: bench/grading.py, long; against plain nbgrader: bench/versus.py; chapters 04 and 06 against public recipes: bench/compare/, an hour and more)
 	$(PY) bench/run.py
 	$(PY) bench/browser.py
 	$(PY) bench/lecture.py
 	$(PY) bench/grading.py
 	$(PY) bench/versus.py
+	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r bench/requirements.txt 2>&1 | \
+	  grep -v "^WARNING: Location" || true
+	$(PY) bench/compare/gpt.py sweep --again
+	$(PY) bench/compare/vit.py
 
 # Chapters whose notebooks train what data/ ships (a checkpoint, or chapter 10's schedule runs), saved only
 # when the demo reaches its target.

@@ -1,0 +1,428 @@
+"""Chapter 04's GPT recipe against nanoGPT's, on the same windows in the same order, side by side.
+
+Two recipes train a character-level GPT of one size (4 blocks, 4 heads, width 128, 64 positions: 0.8 M
+parameters) on Shakespeare for the same number of steps of the same batches:
+
+* **course**: the model students build in chapter 04 (its classes are taken from the solution notebook, so the
+  benchmark follows the chapter) trained as the notebook's pretraining demo trains it — AdamW (β₂ 0.99, weight
+  decay 0.1 on the matrices), linear warm-up then a cosine to a tenth of the peak, gradients clipped at 1.0,
+  the loss the student wrote. :data:`COURSE` holds its settings; :data:`VARIANTS` the alternatives tried.
+* **nanoGPT**: a re-implementation of Karpathy's nanoGPT ``model.py`` and ``train.py`` with the
+  ``shakespeare_char`` settings scaled to this size, as its repository describes them: no biases, exact GELU,
+  ``F.scaled_dot_product_attention``, weights drawn from N(0, 0.02) with the residual projections scaled by
+  1/√(2L), biases (none here) and LayerNorm shifts zero, tied embeddings, no dropout; AdamW β₂ 0.99 with weight
+  decay 0.1 on every tensor of two or more dimensions, warm-up over 100 steps to the peak then a cosine to a
+  tenth of it at the last step, clipping at 1.0, ``F.cross_entropy``.
+
+Both read identical (B, 64) windows drawn once from the training plays (seed 0), in the same order, and are
+scored by one function: the mean next-character loss (63 targets a window) on a fixed sample of 1,024 held-out
+windows during training, and on the whole held-out text (four plays, each character once) at the end. Each
+run uses one torch thread; :func:`sweep` starts the two sides of every learning rate at the same moment, so
+both see the same load on a 2-core machine. The training clock stops during evaluations. After the grid,
+:func:`equal_time` gives each side, at its best rate, the wall time nanoGPT's best run took, with a schedule that
+follows the clock.
+
+    python bench/compare/gpt.py sweep [--grid 1e-3 2e-3 3e-3 4e-3 6e-3] [--steps 2200] [--batch 32]
+    python bench/compare/gpt.py sweep --pair course-linear nanogpt     # a variant of the course's recipe
+    python bench/compare/gpt.py run --recipe course --lr 3e-3 --out run.json
+    python bench/compare/gpt.py summary        # the table, from the recorded runs
+
+Runs are kept one file each in ``bench/results/compare-gpt/``; ``summary`` writes
+``bench/results/compare-gpt.json`` and prints the README's table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = ROOT / "bench" / "results" / "compare-gpt"
+SUMMARY = ROOT / "bench" / "results" / "compare-gpt.json"
+NOTEBOOK = ROOT / "solutions" / "04_gpt_decoding" / "04_gpt_decoding.ipynb"
+SIZE = dict(n_positions=64, n_embd=128, n_layer=4, n_head=4)
+
+
+# ---------------------------------------------------------------- the course's model, from the chapter itself
+
+@functools.cache
+def course_classes() -> dict:
+    """The chapter's ``GPT`` and ``lm_loss``, executed from the solution notebook's answer cells."""
+    import nbformat
+
+    from dlcourse.gpt import lm
+
+    namespace = {"math": math, "torch": torch, "nn": nn, "F": F, "lm": lm}
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    wanted = ("attention_answer", "gpt_answer", "loss_answer")
+    for cell in cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in wanted:
+            exec(compile(cell.source, f"{NOTEBOOK.name}:{cell.metadata.nbgrader.grade_id}", "exec"), namespace)
+    missing = [name for name in ("GPT", "lm_loss") if name not in namespace]
+    if missing:
+        raise RuntimeError(f"{NOTEBOOK} no longer defines {missing} in its answer cells")
+    return namespace
+
+
+# ---------------------------------------------------------------- nanoGPT's model, re-implemented
+
+class NanoLayerNorm(nn.Module):
+    """LayerNorm whose shift is optional (nanoGPT drops it with ``bias=False``)."""
+
+    def __init__(self, width: int, bias: bool) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+        self.bias = nn.Parameter(torch.zeros(width)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class NanoBlock(nn.Module):
+    def __init__(self, width: int, heads: int, bias: bool) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln_1, self.ln_2 = NanoLayerNorm(width, bias), NanoLayerNorm(width, bias)
+        self.c_attn = nn.Linear(width, 3 * width, bias=bias)
+        self.attn_proj = nn.Linear(width, width, bias=bias)
+        self.c_fc = nn.Linear(width, 4 * width, bias=bias)
+        self.mlp_proj = nn.Linear(4 * width, width, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+                   for t in self.c_attn(self.ln_1(x)).split(C, dim=2))  # 3 × (B, H, T, D)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
+        x = x + self.attn_proj(y)
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+
+class NanoGPT(nn.Module):
+    """nanoGPT's GPT at a given size: ``forward(ids (B, T))`` → logits (B, T, V)."""
+
+    def __init__(self, vocab_size: int, n_positions: int, n_embd: int, n_layer: int, n_head: int,
+                 bias: bool = False) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        self.wpe = nn.Embedding(n_positions, n_embd)
+        self.h = nn.ModuleList(NanoBlock(n_embd, n_head, bias) for _ in range(n_layer))
+        self.ln_f = NanoLayerNorm(n_embd, bias)
+        self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+        self.wte.weight = self.lm_head.weight  # tied, as nanoGPT ties them
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+        for name, p in self.named_parameters():  # the projections into the residual stream
+            if name.endswith(("attn_proj.weight", "mlp_proj.weight")):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1], device=ids.device))
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+# ---------------------------------------------------------------- recipes
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one side trains: its model, loss, optimiser groups and learning-rate schedule."""
+
+    name: str
+    model: str  # "course" (the chapter's GPT) or "nanogpt"
+    warmup: int  # steps of linear warm-up
+    floor: float = 0.1  # the last learning rate, as a share of the peak
+    schedule: str = "course"  # "course": cosine over all steps times the warm-up ramp; "nanogpt": cosine after
+    # the warm-up; "linear": a straight line from the peak after the warm-up to the floor at the last step
+    beta2: float = 0.99
+    weight_decay: float = 0.1
+    decay_embeddings: bool = True  # the embedding tables are decayed (both recipes, as written, decay them)
+    clip: float = 1.0
+    loss: str = "course"  # "course": the chapter's lm_loss; "fused": F.cross_entropy
+    zero_biases: bool = False  # the course model's biases start at 0 instead of PyTorch's default draw
+    bias: bool = False  # nanoGPT's model only: keep biases
+
+    def lr_factor(self, step: int, steps: int) -> float:
+        if self.schedule == "nanogpt":  # train.py's get_lr, with lr_decay_iters = max_iters
+            if step < self.warmup:
+                return (step + 1) / (self.warmup + 1)
+            ratio = (step - self.warmup) / max(1, steps - self.warmup)
+            return self.floor + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (1 - self.floor)
+        warm = min(1.0, (step + 1) / self.warmup)
+        if self.schedule == "linear":
+            return warm * (1 - (1 - self.floor) * max(0, step - self.warmup) / max(1, steps - self.warmup))
+        # the chapter's lr_factor
+        return warm * (self.floor + (1 - self.floor) / 2 * (1 + math.cos(math.pi * min(1.0, step / steps))))
+
+
+COURSE = Recipe("course", "course", warmup=200)  # the chapter's recipe
+NANOGPT = Recipe("nanogpt", "nanogpt", warmup=100, schedule="nanogpt")
+LINEAR = Recipe("course-linear", "course", warmup=100, floor=0.0, schedule="linear")  # two changes of COURSE
+VARIANTS = {recipe.name: recipe for recipe in [  # the other "course-*" variants each change one thing of COURSE
+    COURSE, NANOGPT, LINEAR,
+    replace(COURSE, name="course-warmup100", warmup=100),
+    replace(COURSE, name="course-zero-biases", zero_biases=True),
+    replace(COURSE, name="course-fused-loss", loss="fused"),
+    replace(COURSE, name="course-floor0", floor=0.0),
+    replace(COURSE, name="course-linear0", floor=0.0, schedule="linear"),
+    replace(COURSE, name="course-beta95", beta2=0.95),
+    replace(COURSE, name="course-embeddings-undecayed", decay_embeddings=False),
+]}
+
+
+def build(recipe: Recipe, vocab_size: int) -> tuple[nn.Module, Callable[[nn.Module, torch.Tensor], torch.Tensor]]:
+    """The model (seeded: torch.manual_seed(0) first) and ``loss(model, ids (B, T))``."""
+    torch.manual_seed(0)
+    if recipe.model == "nanogpt":
+        model = NanoGPT(vocab_size, **SIZE, bias=recipe.bias)
+        forward = model
+    else:
+        course = course_classes()
+        model = course["GPT"](vocab_size, **SIZE)
+        if recipe.zero_biases:
+            with torch.no_grad():
+                for name, p in model.named_parameters():
+                    if name.endswith(".bias") and ".ln_" not in name and not name.startswith("ln_"):
+                        p.zero_()
+
+        def forward(ids):
+            return model(ids).logits
+    if recipe.loss == "course" and recipe.model == "course":
+        lm_loss = course_classes()["lm_loss"]
+
+        def loss(m, ids):
+            return lm_loss(forward(ids), ids)
+    else:
+        def loss(m, ids):
+            logits = forward(ids)[:, :-1]
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+    return model, loss
+
+
+def optimiser(recipe: Recipe, model: nn.Module, lr: float) -> torch.optim.AdamW:
+    """AdamW with weight decay on the tensors of two or more dimensions (embeddings too unless the recipe says)."""
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    decay, no_decay = [], []
+    for p in model.parameters():
+        decayed = p.dim() >= 2 and (recipe.decay_embeddings or id(p) not in embeddings)
+        (decay if decayed else no_decay).append(p)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, recipe.beta2))
+
+
+# ---------------------------------------------------------------- one run
+
+def data(steps: int, batch: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """(training windows (steps, B, 64), held-out sample (1024, 64), whole held-out text (N, 64), vocabulary)."""
+    from dlcourse.datasets import shakespeare
+
+    corpus = shakespeare.char_corpus()
+    gen = torch.Generator().manual_seed(0)  # the chapter's order of windows
+    train = torch.stack([torch.cat([x, y[:, -1:]], dim=1)
+                         for x, y in (corpus.batch("train", batch, 63, gen) for _ in range(steps))])
+    whole = corpus.windows("val", 64)
+    sample = whole[torch.randperm(len(whole), generator=torch.Generator().manual_seed(1))[:1024]]
+    return train, sample, whole, len(corpus.tokenizer)
+
+
+@torch.no_grad()
+def held_out(model: nn.Module, windows: torch.Tensor) -> float:
+    """Mean next-character loss in nats over ``windows`` (N, 64); the same function scores both sides."""
+    model.eval()
+    total, count = 0.0, 0
+    for chunk in windows.split(256):
+        out = model(chunk)
+        logits = (out if isinstance(out, torch.Tensor) else out.logits)[:, :-1]
+        total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1),
+                                 reduction="sum").item()
+        count += chunk[:, 1:].numel()
+    model.train()
+    return total / count
+
+
+def run(recipe: Recipe, lr: float, steps: int, batch: int, eval_every: int, threads: int = 1,
+        budget: float | None = None) -> dict:
+    """Train one side; the record holds the sampled curve against steps and training seconds, and the end.
+
+    With a ``budget`` in seconds, the run stops when the training clock reaches it, and the schedule follows
+    the clock: after a fraction f of the budget the learning rate is the one of step f · ``steps`` of the
+    planned schedule, so the run warms up, decays and ends its schedule in the time given however fast it
+    steps. It may then take more than ``steps`` steps: it has twice as many windows to read, the first
+    ``steps`` batches those of a run without a budget.
+    """
+    torch.set_num_threads(threads)
+    train, sample, whole, vocab = data(steps if budget is None else 2 * steps, batch)
+    model, loss = build(recipe, vocab)
+    model.train()
+    opt = optimiser(recipe, model, lr)
+    curve, seconds = [], 0.0
+    started = time.perf_counter()
+    done = 0
+    for step in range(len(train)):
+        at = step
+        if budget is not None:
+            fraction = (seconds + time.perf_counter() - started) / budget
+            if fraction >= 1.0:
+                break
+            at = min(steps - 1, int(fraction * steps))
+        for group in opt.param_groups:
+            group["lr"] = lr * recipe.lr_factor(at, steps)
+        value = loss(model, train[step])
+        opt.zero_grad(set_to_none=True)
+        value.backward()
+        if recipe.clip:
+            nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
+        opt.step()
+        done = step + 1
+        if (step + 1) % eval_every == 0 or step + 1 == len(train):
+            seconds += time.perf_counter() - started
+            curve.append({"step": step + 1, "seconds": round(seconds, 2), "train_loss": round(value.item(), 4),
+                          "sample_loss": round(held_out(model, sample), 4)})
+            started = time.perf_counter()
+    if not curve or curve[-1]["step"] != done:  # a budget ended the run between evaluations
+        seconds += time.perf_counter() - started
+        curve.append({"step": done, "seconds": round(seconds, 2), "train_loss": round(value.item(), 4),
+                      "sample_loss": round(held_out(model, sample), 4)})
+    final = held_out(model, whole)
+    return {"recipe": asdict(recipe), "lr": lr, "steps": done, "planned_steps": steps, "budget_seconds": budget,
+            "batch": batch, "threads": threads, "characters": done * batch * 64, "seconds": round(seconds, 1),
+            "tokens_per_second": round(done * batch * 64 / seconds), "whole_held_out": round(final, 4),
+            "curve": curve, "parameters": sum(p.numel() for p in model.parameters()),
+            "torch": torch.__version__}
+
+
+def run_file(recipe: str, lr: float, steps: int, batch: int, budget: float | None = None) -> Path:
+    when = f"{budget:g}s" if budget is not None else f"{steps}x{batch}"
+    return RUNS / f"{recipe}-lr{lr:g}-{when}.json"
+
+
+# ---------------------------------------------------------------- side by side
+
+def side_by_side(jobs: list[tuple[str, float]], steps: int, batch: int, eval_every: int,
+                 budget: float | None = None) -> None:
+    """Start every (recipe, lr) job at the same moment, one thread each, and wait for all of them."""
+    RUNS.mkdir(parents=True, exist_ok=True)
+    print(" beside ".join(f"{name} at {lr:g}" for name, lr in jobs) + (f", {budget:g} s each" if budget else ""),
+          flush=True)
+    extra = ["--budget", str(budget)] if budget is not None else []
+    procs = [subprocess.Popen([sys.executable, __file__, "run", "--recipe", name, "--lr", str(lr), "--steps",
+                               str(steps), "--batch", str(batch), "--eval-every", str(eval_every), *extra,
+                               "--out", str(run_file(name, lr, steps, batch, budget))]) for name, lr in jobs]
+    for proc in procs:
+        if proc.wait():
+            raise SystemExit(f"a run failed (exit {proc.returncode})")
+
+
+def sweep(pairs: list[tuple[str, str]], grid: list[float], steps: int, batch: int, eval_every: int,
+          again: bool = False) -> None:
+    """For each learning rate, each pair's two recipes start together, one thread each (a pair whose two runs
+    are both recorded is skipped unless ``again``); then :func:`equal_time` for every pair."""
+    for lr in grid:
+        for pair in pairs:
+            if again or not all(run_file(name, lr, steps, batch).exists() for name in pair):
+                side_by_side([(name, lr) for name in pair], steps, batch, eval_every)
+    for pair in pairs:
+        equal_time(pair, steps, batch, eval_every, again)
+    summary()
+
+
+def best(name: str, steps: int, batch: int) -> dict:
+    """The recorded run of ``name`` at ``steps`` × ``batch`` with the lowest whole held-out loss."""
+    runs = [json.loads(p.read_text()) for p in RUNS.glob(f"{name}-lr*-{steps}x{batch}.json")]
+    runs = [r for r in runs if r["recipe"]["name"] == name]
+    if not runs:
+        raise SystemExit(f"no recorded run of {name} at {steps} x {batch}: run the sweep first")
+    return min(runs, key=lambda r: r["whole_held_out"])
+
+
+def equal_time(pair: tuple[str, str], steps: int, batch: int, eval_every: int, again: bool = False) -> None:
+    """Each recipe at its best learning rate on the grid, both given the wall time the rival's best run took
+    (the second of the pair: nanoGPT), with schedules that follow the clock; side by side."""
+    mine, rival = (best(name, steps, batch) for name in pair)
+    budget = float(round(rival["seconds"]))
+    jobs = [(pair[0], mine["lr"]), (pair[1], rival["lr"])]
+    if again or not all(run_file(name, lr, steps, batch, budget).exists() for name, lr in jobs):
+        side_by_side(jobs, steps, batch, eval_every, budget)
+
+
+def summary() -> dict:
+    """The tables of recorded runs: equal characters (whole held-out loss of full runs, per recipe and learning
+    rate) and equal time (runs given one wall-clock budget)."""
+    runs = [json.loads(p.read_text()) for p in sorted(RUNS.glob("*.json"))]
+
+    def row(r: dict) -> dict:
+        return {"recipe": r["recipe"]["name"], "lr": r["lr"], "steps": r["steps"], "batch": r["batch"],
+                "budget_seconds": r.get("budget_seconds"), "whole_held_out": r["whole_held_out"],
+                "seconds": r["seconds"], "tokens_per_second": r["tokens_per_second"],
+                "characters": r["characters"]}
+
+    rows = sorted((row(r) for r in runs), key=lambda r: (r["budget_seconds"] or 0, -r["steps"], r["recipe"], r["lr"]))
+    out = {"machine": "2-core CPU, one torch thread per run, two runs side by side",
+           "equal_characters": [r for r in rows if r["budget_seconds"] is None],
+           "equal_time": [r for r in rows if r["budget_seconds"] is not None]}
+    SUMMARY.write_text(json.dumps(out, indent=1) + "\n")
+    print("| recipe | peak lr | steps × windows | whole held-out (nats/char) | training s | tokens/s |")
+    print("|---|---|---|---|---|---|")
+    for r in out["equal_characters"]:
+        print(f"| {r['recipe']} | {r['lr']:g} | {r['steps']:,} × {r['batch']} | {r['whole_held_out']:.3f} | "
+              f"{r['seconds']:.0f} | {r['tokens_per_second']:,} |")
+    if out["equal_time"]:
+        print("\n| recipe | peak lr | budget s | steps × windows | whole held-out (nats/char) | tokens/s |")
+        print("|---|---|---|---|---|---|")
+    for r in out["equal_time"]:
+        print(f"| {r['recipe']} | {r['lr']:g} | {r['budget_seconds']:g} | {r['steps']:,} × {r['batch']} | "
+              f"{r['whole_held_out']:.3f} | {r['tokens_per_second']:,} |")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("run")
+    one.add_argument("--recipe", choices=sorted(VARIANTS), required=True)
+    one.add_argument("--out", type=Path, required=True)
+    one.add_argument("--budget", type=float, help="seconds of training; the schedule follows the clock")
+    many = sub.add_parser("sweep")
+    many.add_argument("--grid", type=float, nargs="+", default=[1e-3, 2e-3, 3e-3, 4e-3, 6e-3])
+    many.add_argument("--pair", nargs=2, action="append", metavar=("RECIPE", "RIVAL"),
+                      help="recipes trained side by side (default: course beside nanogpt)")
+    many.add_argument("--again", action="store_true", help="re-run recorded runs too")
+    for p in (one, many):
+        p.add_argument("--steps", type=int, default=2200)
+        p.add_argument("--batch", type=int, default=32)
+        p.add_argument("--eval-every", type=int, default=275)
+    one.add_argument("--lr", type=float, required=True)
+    sub.add_parser("summary")
+    args = parser.parse_args()
+    if args.command == "run":
+        record = run(VARIANTS[args.recipe], args.lr, args.steps, args.batch, args.eval_every, budget=args.budget)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"{args.recipe} lr {args.lr:g}: whole held-out {record['whole_held_out']:.4f} nats/char after "
+              f"{record['steps']:,} steps, {record['seconds']:.0f} s, {record['tokens_per_second']:,} tokens/s",
+              flush=True)
+    elif args.command == "sweep":
+        sweep([tuple(p) for p in args.pair] if args.pair else [("course", "nanogpt")], args.grid, args.steps,
+              args.batch, args.eval_every, args.again)
+    else:
+        summary()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    main()

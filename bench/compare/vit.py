@@ -1,0 +1,128 @@
+"""Chapter 06's ViT and CNN against ``vit-pytorch``'s ViT of the same size, for the same time, on the same images.
+
+The chapter trains a small CNN and its own ``VisionTransformer`` (the classes are taken from the solution
+notebook, so the benchmark follows the chapter) for 40 s each on 20,000 Fashion-MNIST images and scores them on
+5,000 held-out ones. Here ``vit_pytorch.ViT`` — Phil Wang's widely used compact implementation, from PyPI —
+joins them at the same size (4 layers, width 64, 4 heads of 16, MLP 128, one grey channel, [CLS] pooling) and
+patch size, trained by the same function (``vision.fit_for``: AdamW, peak learning rate 2e-3, weight decay
+0.05, batches of 128 in one seeded order, warm-up and cosine that follow the clock) on the same standardised
+images. Models run one after another in one process, as in the chapter, each from ``torch.manual_seed(seed)``.
+
+    python bench/compare/vit.py [--seconds 40] [--seeds 0 1] [--patches 7 4 14]
+
+The package is installed by ``make bench`` without its dependencies (it names torchvision, which only its
+other modules use): ``vit_pytorch/vit.py`` is loaded on its own. Results go to ``bench/results/compare-vit.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import statistics
+import sys
+from collections import OrderedDict
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "solutions" / "06_vit" / "06_vit.ipynb"
+OUT = ROOT / "bench" / "results" / "compare-vit.json"
+SIZE = dict(dim=64, depth=4, heads=4, mlp_dim=128)
+
+
+def course_vit_class() -> type[nn.Module]:
+    """The chapter's ``VisionTransformer``, executed from the solution notebook's answer cells."""
+    import nbformat
+
+    from dlcourse.transformer.model import MultiHeadAttention
+
+    namespace = {"math": math, "torch": torch, "nn": nn, "F": F, "OrderedDict": OrderedDict,
+                 "MultiHeadAttention": MultiHeadAttention}
+    wanted = ("patchify_answer", "embed_answer", "layer_answer", "model_answer")
+    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in wanted:
+            exec(compile(cell.source, f"{NOTEBOOK.name}:{grade_id}", "exec"), namespace)
+    if "VisionTransformer" not in namespace:
+        raise RuntimeError(f"{NOTEBOOK} no longer defines VisionTransformer in its answer cells")
+    return namespace["VisionTransformer"]
+
+
+def vit_pytorch_class() -> type[nn.Module]:
+    """``vit_pytorch.vit.ViT``, loaded from its file (the package's ``__init__`` imports torchvision)."""
+    spec = importlib.util.find_spec("vit_pytorch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("vit-pytorch is not installed: make bench installs it (pip install --no-deps "
+                         "-r bench/requirements.txt)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "vit.py"
+    module_spec = importlib.util.spec_from_file_location("vit_pytorch_vit", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module.ViT
+
+
+def models(patch: int) -> dict:
+    course, theirs = course_vit_class(), vit_pytorch_class()
+    from dlcourse.vit import train as vision
+
+    return {
+        "CNN (chapter)": lambda: vision.SmallCNN(28, channels=1, classes=10, width=32),
+        f"ViT P = {patch} (chapter)": lambda: course(28, patch, 1, 10, dim=SIZE["dim"], depth=SIZE["depth"],
+                                                     num_heads=SIZE["heads"], mlp_dim=SIZE["mlp_dim"]),
+        f"ViT P = {patch} (vit-pytorch)": lambda: theirs(
+            image_size=28, patch_size=patch, num_classes=10, channels=1, dim=SIZE["dim"], depth=SIZE["depth"],
+            heads=SIZE["heads"], dim_head=SIZE["dim"] // SIZE["heads"], mlp_dim=SIZE["mlp_dim"], pool="cls"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--patches", type=int, nargs="+", default=[7, 4, 14])
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from dlcourse.datasets import fashion
+    from dlcourse.vit import train as vision
+
+    train, test = fashion.load("train"), fashion.load("test")
+    mean, std = float(train.images.mean()), float(train.images.std())
+    x_train, x_test = ((x - mean) / std for x in (train.images, test.images))  # as the chapter standardises
+    results: dict[str, list[dict]] = {}
+    for patch in args.patches:
+        for name, build in models(patch).items():
+            if name.startswith("CNN") and name in results:
+                continue
+            for seed in args.seeds:
+                torch.manual_seed(seed)
+                model = build()
+                run = vision.fit_for(model, x_train, train.labels, args.seconds, test=(x_test, test.labels),
+                                     lr=2e-3, seed=seed)
+                row = {"seed": seed, "accuracy": round(run.accuracy, 4), "steps": run.steps,
+                       "images_per_second": round(run.images_per_second), "parameters": run.parameters}
+                results.setdefault(name, []).append(row)
+                print(f"{name:>24} seed {seed}: {run.accuracy:6.1%} | {run.steps:,} steps | "
+                      f"{run.images_per_second:,.0f} images/s | {run.parameters:,} parameters", flush=True)
+    table = {name: {"mean_accuracy": round(statistics.mean(r["accuracy"] for r in rows), 4),
+                    "accuracies": [r["accuracy"] for r in rows],
+                    "mean_images_per_second": round(statistics.mean(r["images_per_second"] for r in rows)),
+                    "parameters": rows[0]["parameters"]} for name, rows in results.items()}
+    OUT.write_text(json.dumps({"machine": f"{torch.get_num_threads()} torch threads, models one after another",
+                               "seconds_each": args.seconds, "train_images": len(train.labels),
+                               "test_images": len(test.labels), "seeds": args.seeds, "models": table,
+                               "runs": results}, indent=1) + "\n")
+    print("| model | parameters | held-out accuracy (mean of seeds) | images/s |")
+    print("|---|---|---|---|")
+    for name, row in table.items():
+        each = ", ".join(f"{a:.1%}" for a in row["accuracies"])
+        print(f"| {name} | {row['parameters']:,} | {row['mean_accuracy']:.1%} ({each}) | "
+              f"{row['mean_images_per_second']:,} |")
+
+
+if __name__ == "__main__":
+    main()
