@@ -51,7 +51,8 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "bench" / "results" / "compare-gpt"
 SUMMARY = ROOT / "bench" / "results" / "compare-gpt.json"
-NOTEBOOK = ROOT / "solutions" / "04_gpt_decoding" / "04_gpt_decoding.ipynb"
+CHAPTER = "04_gpt_decoding"
+sys.path.insert(0, str(ROOT / "tests"))  # kernel.reference_answers: a solution notebook's answer cells
 SIZE = dict(n_positions=64, n_embd=128, n_layer=4, n_head=4)
 
 
@@ -60,19 +61,17 @@ SIZE = dict(n_positions=64, n_embd=128, n_layer=4, n_head=4)
 @functools.cache
 def course_classes() -> dict:
     """The chapter's ``GPT`` and ``lm_loss``, executed from the solution notebook's answer cells."""
-    import nbformat
+    from kernel import reference_answers
 
     from dlcourse.gpt import lm
 
     namespace = {"math": math, "torch": torch, "nn": nn, "F": F, "lm": lm}
-    cells = nbformat.read(NOTEBOOK, as_version=4).cells
-    wanted = ("attention_answer", "gpt_answer", "loss_answer")
-    for cell in cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") in wanted:
-            exec(compile(cell.source, f"{NOTEBOOK.name}:{cell.metadata.nbgrader.grade_id}", "exec"), namespace)
+    answers = reference_answers(CHAPTER)
+    for grade_id in ("attention_answer", "gpt_answer", "loss_answer"):
+        exec(compile(answers[grade_id], f"{CHAPTER}:{grade_id}", "exec"), namespace)
     missing = [name for name in ("GPT", "lm_loss") if name not in namespace]
     if missing:
-        raise RuntimeError(f"{NOTEBOOK} no longer defines {missing} in its answer cells")
+        raise RuntimeError(f"solutions/{CHAPTER} no longer defines {missing} in its answer cells")
     return namespace
 
 

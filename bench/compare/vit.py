@@ -17,6 +17,7 @@ other modules use): ``vit_pytorch/vit.py`` is loaded on its own. Results go to `
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import math
@@ -30,29 +31,30 @@ import torch.nn.functional as F
 from torch import nn
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK = ROOT / "solutions" / "06_vit" / "06_vit.ipynb"
+CHAPTER = "06_vit"
+sys.path.insert(0, str(ROOT / "tests"))  # kernel.reference_answers: a solution notebook's answer cells
 OUT = ROOT / "bench" / "results" / "compare-vit.json"
 SIZE = dict(dim=64, depth=4, heads=4, mlp_dim=128)
 
 
+@functools.cache
 def course_vit_class() -> type[nn.Module]:
     """The chapter's ``VisionTransformer``, executed from the solution notebook's answer cells."""
-    import nbformat
+    from kernel import reference_answers
 
     from dlcourse.transformer.model import MultiHeadAttention
 
     namespace = {"math": math, "torch": torch, "nn": nn, "F": F, "OrderedDict": OrderedDict,
                  "MultiHeadAttention": MultiHeadAttention}
-    wanted = ("patchify_answer", "embed_answer", "layer_answer", "model_answer")
-    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in wanted:
-            exec(compile(cell.source, f"{NOTEBOOK.name}:{grade_id}", "exec"), namespace)
+    answers = reference_answers(CHAPTER)
+    for grade_id in ("patchify_answer", "embed_answer", "layer_answer", "model_answer"):
+        exec(compile(answers[grade_id], f"{CHAPTER}:{grade_id}", "exec"), namespace)
     if "VisionTransformer" not in namespace:
-        raise RuntimeError(f"{NOTEBOOK} no longer defines VisionTransformer in its answer cells")
+        raise RuntimeError(f"solutions/{CHAPTER} no longer defines VisionTransformer in its answer cells")
     return namespace["VisionTransformer"]
 
 
+@functools.cache
 def vit_pytorch_class() -> type[nn.Module]:
     """``vit_pytorch.vit.ViT``, loaded from its file (the package's ``__init__`` imports torchvision)."""
     spec = importlib.util.find_spec("vit_pytorch")
