@@ -62,9 +62,22 @@ def _sliced(poll_once: Any) -> Any:
     return get_msg
 
 
+class _WidgetState(dict):
+    """nbclient's record of widget state. Without ``store_widget_state`` nbclient records none, yet its Output
+    widget hook writes each captured output into the record of its widget, and a KeyError ends the run (in
+    chapter 04, at the beam-tree widget in full mode). A missing widget here gets a throwaway record."""
+
+    def __missing__(self, key: str) -> dict:
+        return {}
+
+
 class SteadyNotebookClient(NotebookClient):
     """nbclient's NotebookClient whose shell and IOPub channels poll in short slices (see the module's
     docstring); everything else is nbclient's."""
+
+    def reset_execution_trackers(self) -> None:
+        super().reset_execution_trackers()
+        self.widget_state = _WidgetState()
 
     async def async_start_new_kernel_client(self) -> Any:
         client = await super().async_start_new_kernel_client()

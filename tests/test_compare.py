@@ -104,6 +104,45 @@ def test_the_course_side_is_the_chapter_s_model(gpt):
     torch.testing.assert_close(classes["lm_loss"](logits, ids), expected)
 
 
+def _chapter_recipe_cell() -> dict:
+    """The pretraining demo's constants and its ``make_optimizer`` and ``lr_factor``, from the solution notebook."""
+    import ast
+
+    import nbformat
+
+    from dlcourse.gpt import muon
+
+    cells = [c.source for c in nbformat.read(ROOT / "solutions" / "04_gpt_decoding" / "04_gpt_decoding.ipynb",
+                                             as_version=4).cells if "def make_optimizer" in c.source]
+    assert len(cells) == 1
+    tree = ast.parse(cells[0])
+    keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("make_optimizer", "lr_factor")
+            or isinstance(n, ast.Assign) and "PEAK_LR" in ast.unparse(n.targets[0])]
+    namespace = {"math": math, "torch": torch, "nn": torch.nn, "muon": muon, "STEPS": 2200}
+    exec(compile(ast.Module(keep, []), "chapter 04's recipe cell", "exec"), namespace)
+    return namespace
+
+
+def test_the_benchmarked_recipe_is_the_chapter_s(gpt):
+    """The chapter's learning rate, warm-up, clipping, schedule and optimizer groups are CHAPTER_RECIPE's."""
+    chapter, recipe = _chapter_recipe_cell(), gpt.CHAPTER_RECIPE
+    assert (chapter["WARMUP"], chapter["CLIP"]) == (recipe.warmup, recipe.clip)
+    assert any(p.name == f"{recipe.name}-lr{chapter['PEAK_LR']:g}-2200x32.json" for p in gpt.RUNS.iterdir())
+    for step in range(2200):
+        assert chapter["lr_factor"](step) == pytest.approx(recipe.lr_factor(step, 2200), abs=1e-12), step
+    model = gpt.course_classes()["GPT"](61, 48, 32, 2, 4)
+    ours, theirs = chapter["make_optimizer"](model, 6e-3), gpt.optimiser(recipe, model, 6e-3)
+    assert type(ours) is type(theirs)
+
+    def groups(opt):
+        return sorted((g["muon"], g["weight_decay"], g["lr"], tuple(sorted(id(p) for p in g["params"])))
+                      for g in opt.param_groups)
+
+    assert groups(ours) == groups(theirs)
+    assert ours.adamw.defaults["betas"] == theirs.adamw.defaults["betas"] == (0.9, recipe.beta2)
+    assert ours.defaults["momentum"] == theirs.defaults["momentum"] == recipe.muon_momentum
+
+
 def test_one_scoring_function_for_both_sides(gpt):
     """held_out reads a tensor (nanoGPT) or an LMOutput (the course) and counts 63 targets a window."""
     windows = torch.randint(61, (3, 8))

@@ -78,3 +78,17 @@ def test_cells_that_draw_into_output_widgets_do_not_wait_out_their_time_limit(tm
     assert len(starts) == 41 and max(gaps) < 5, f"a cell waited {max(gaps):.1f} s for its reply"
     widget = nb.cells[1].outputs[0]
     assert widget.output_type == "display_data" and "application/vnd.jupyter.widget-view+json" in widget.data
+
+
+def test_output_widgets_need_no_stored_widget_state():
+    """Without store_widget_state nbclient records no widget, yet its Output-widget hook writes the outputs it
+    captured into that record (a KeyError ended chapter 04's full-mode run at the beam-tree widget). The
+    steady client hands such a write a throwaway record, and still records nothing."""
+    from kernels import SteadyNotebookClient
+
+    client = SteadyNotebookClient(nbformat.v4.new_notebook(), kernel_name="dlcourse")
+    client.reset_execution_trackers()
+    client.widget_state["a-comm-id"]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "x"}]
+    assert not client.widget_state
+    client.set_widgets_metadata()
+    assert "widgets" not in client.nb.metadata

@@ -4,9 +4,11 @@ Two recipes train a character-level GPT of one size (4 blocks, 4 heads, width 12
 parameters) on Shakespeare for the same number of steps of the same batches:
 
 * **course**: the model students build in chapter 04 (its classes are taken from the solution notebook, so the
-  benchmark follows the chapter) trained as the notebook's pretraining demo trains it — AdamW (β₂ 0.99, weight
-  decay 0.1 on the matrices), linear warm-up then a cosine to a tenth of the peak, gradients clipped at 1.0,
-  the loss the student wrote. :data:`COURSE` holds its settings; :data:`VARIANTS` the alternatives tried.
+  benchmark follows the chapter) trained as the notebook's pretraining demo trains it (:data:`CHAPTER_RECIPE`,
+  named ``course-linear-muon``): Muon (``dlcourse.gpt.muon``) on the blocks' weight matrices and AdamW (β₂ 0.99)
+  on the rest, weight decay 0.1 on the matrices and embeddings, a 100-step warm-up then a straight line to 0,
+  gradients clipped at 1.0, the loss the student wrote. :data:`COURSE` is the chapter's former recipe (AdamW,
+  warm-up 200, a cosine to a tenth of the peak); :data:`VARIANTS` holds every alternative tried.
 * **nanoGPT**: a re-implementation of Karpathy's nanoGPT ``model.py`` and ``train.py`` with the
   ``shakespeare_char`` settings scaled to this size, as its repository describes them: no biases, exact GELU,
   ``F.scaled_dot_product_attention``, weights drawn from N(0, 0.02) with the residual projections scaled by
@@ -155,6 +157,8 @@ class Recipe:
     loss: str = "course"  # "course": the chapter's lm_loss; "fused": F.cross_entropy
     zero_biases: bool = False  # the course model's biases start at 0 instead of PyTorch's default draw
     bias: bool = False  # nanoGPT's model only: keep biases
+    optimiser: str = "adamw"  # "adamw"; or "muon": Muon (float32) for the blocks' matrices, AdamW for the rest
+    muon_momentum: float = 0.95
 
     def lr_factor(self, step: int, steps: int) -> float:
         if self.schedule == "nanogpt":  # train.py's get_lr, with lr_decay_iters = max_iters
@@ -169,9 +173,10 @@ class Recipe:
         return warm * (self.floor + (1 - self.floor) / 2 * (1 + math.cos(math.pi * min(1.0, step / steps))))
 
 
-COURSE = Recipe("course", "course", warmup=200)  # the chapter's recipe
+COURSE = Recipe("course", "course", warmup=200)  # the chapter's former recipe
 NANOGPT = Recipe("nanogpt", "nanogpt", warmup=100, schedule="nanogpt")
 LINEAR = Recipe("course-linear", "course", warmup=100, floor=0.0, schedule="linear")  # two changes of COURSE
+CHAPTER_RECIPE = replace(LINEAR, name="course-linear-muon", optimiser="muon")  # the chapter's recipe now
 VARIANTS = {recipe.name: recipe for recipe in [  # the other "course-*" variants each change one thing of COURSE
     COURSE, NANOGPT, LINEAR,
     replace(COURSE, name="course-warmup100", warmup=100),
@@ -181,6 +186,8 @@ VARIANTS = {recipe.name: recipe for recipe in [  # the other "course-*" variants
     replace(COURSE, name="course-linear0", floor=0.0, schedule="linear"),
     replace(COURSE, name="course-beta95", beta2=0.95),
     replace(COURSE, name="course-embeddings-undecayed", decay_embeddings=False),
+    CHAPTER_RECIPE,
+    replace(NANOGPT, name="nanogpt-muon", optimiser="muon"),  # nanoGPT's model and recipe with Muon
 ]}
 
 
@@ -213,15 +220,27 @@ def build(recipe: Recipe, vocab_size: int) -> tuple[nn.Module, Callable[[nn.Modu
     return model, loss
 
 
-def optimiser(recipe: Recipe, model: nn.Module, lr: float) -> torch.optim.AdamW:
-    """AdamW with weight decay on the tensors of two or more dimensions (embeddings too unless the recipe says)."""
+def optimiser(recipe: Recipe, model: nn.Module, lr: float) -> torch.optim.Optimizer:
+    """AdamW with weight decay on the tensors of two or more dimensions (embeddings too unless the recipe says);
+    with ``optimiser="muon"``, the chapter's :class:`~dlcourse.gpt.muon.MuonAdamW`: Muon for the weight
+    matrices that are not embeddings, AdamW for the rest."""
     embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
-    decay, no_decay = [], []
+    decay, no_decay, matrices = [], [], []
     for p in model.parameters():
+        if recipe.optimiser == "muon" and p.dim() == 2 and id(p) not in embeddings:
+            matrices.append(p)
+            continue
         decayed = p.dim() >= 2 and (recipe.decay_embeddings or id(p) not in embeddings)
         (decay if decayed else no_decay).append(p)
-    return torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, recipe.beta2))
+    if not matrices:
+        return torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
+                                  {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, recipe.beta2))
+    from dlcourse.gpt.muon import MuonAdamW
+
+    return MuonAdamW([{"params": matrices, "muon": True, "weight_decay": recipe.weight_decay},
+                      {"params": decay, "weight_decay": recipe.weight_decay},
+                      {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, recipe.beta2),
+                     momentum=recipe.muon_momentum)
 
 
 # ---------------------------------------------------------------- one run
@@ -362,11 +381,11 @@ def equal_time(pair: tuple[str, str], steps: int, batch: int, eval_every: int, a
 def summary() -> dict:
     """The tables of recorded runs: equal characters (whole held-out loss of full runs, per recipe and learning
     rate) and equal time (runs given one wall-clock budget)."""
-    runs = [json.loads(p.read_text()) for p in sorted(RUNS.glob("*.json"))]
+    runs = [dict(json.loads(p.read_text()), file=p.name) for p in sorted(RUNS.glob("*.json"))]
 
-    def row(r: dict) -> dict:
-        return {"recipe": r["recipe"]["name"], "lr": r["lr"], "steps": r["steps"], "batch": r["batch"],
-                "budget_seconds": r.get("budget_seconds"), "whole_held_out": r["whole_held_out"],
+    def row(r: dict) -> dict:  # (a file named "...-beside-<recipe>" ran beside that recipe's run)
+        return {"file": r["file"], "recipe": r["recipe"]["name"], "lr": r["lr"], "steps": r["steps"],
+                "batch": r["batch"], "budget_seconds": r.get("budget_seconds"), "whole_held_out": r["whole_held_out"],
                 "seconds": r["seconds"], "tokens_per_second": r["tokens_per_second"],
                 "characters": r["characters"]}
 
@@ -399,7 +418,7 @@ def main() -> None:
     many = sub.add_parser("sweep")
     many.add_argument("--grid", type=float, nargs="+", default=[1e-3, 2e-3, 3e-3, 4e-3, 6e-3])
     many.add_argument("--pair", nargs=2, action="append", metavar=("RECIPE", "RIVAL"),
-                      help="recipes trained side by side (default: course beside nanogpt)")
+                      help="recipes trained side by side (default: the chapter's, course-linear-muon, beside nanogpt)")
     many.add_argument("--again", action="store_true", help="re-run recorded runs too")
     for p in (one, many):
         p.add_argument("--steps", type=int, default=2200)
@@ -416,7 +435,7 @@ def main() -> None:
               f"{record['steps']:,} steps, {record['seconds']:.0f} s, {record['tokens_per_second']:,} tokens/s",
               flush=True)
     elif args.command == "sweep":
-        sweep([tuple(p) for p in args.pair] if args.pair else [("course", "nanogpt")], args.grid, args.steps,
+        sweep([tuple(p) for p in args.pair] if args.pair else [(CHAPTER_RECIPE.name, "nanogpt")], args.grid, args.steps,
               args.batch, args.eval_every, args.again)
     else:
         summary()
