@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, solution_notebook
 
 from dlcourse.gpt import lm
 
@@ -112,8 +112,8 @@ def _chapter_recipe_cell() -> dict:
 
     from dlcourse.gpt import muon
 
-    cells = [c.source for c in nbformat.read(ROOT / "solutions" / "04_gpt_decoding" / "04_gpt_decoding.ipynb",
-                                             as_version=4).cells if "def make_optimizer" in c.source]
+    cells = [c.source for c in nbformat.read(solution_notebook("04_gpt_decoding"), as_version=4).cells
+             if "def make_optimizer" in c.source]
     assert len(cells) == 1
     tree = ast.parse(cells[0])
     keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("make_optimizer", "lr_factor")

@@ -42,13 +42,12 @@ def _float32_newton_schulz(grad, ns_coefficients, ns_steps, eps):
     return x.T if grad.size(0) > grad.size(1) else x
 
 
-def _pytorchs(model: nn.Module, lr: float, schedule=None) -> list[torch.optim.Optimizer]:
+def _pytorchs(model: nn.Module, lr: float) -> list[torch.optim.Optimizer]:
     matrices, embeddings, rest = (g["params"] for g in _groups(model))
-    opts = [torch.optim.Muon(matrices, lr=lr, weight_decay=0.1, momentum=0.95, nesterov=True,
+    return [torch.optim.Muon(matrices, lr=lr, weight_decay=0.1, momentum=0.95, nesterov=True,
                              adjust_lr_fn="match_rms_adamw"),
             torch.optim.AdamW([{"params": embeddings, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
                               lr=lr, betas=(0.9, 0.99))]
-    return opts
 
 
 @pytest.mark.parametrize("steps", [1, 6])

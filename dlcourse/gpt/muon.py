@@ -8,7 +8,7 @@ iteration computes it with five pairs of matrix products and no SVD.
 ``torch.optim.Muon`` implements the same update, but runs the iteration in bfloat16, which a CPU without
 bfloat16 matrix units computes slowly (about 2 s a step for chapter 04's GPT on a 2-core CPU, against 0.3 s
 here). :class:`MuonAdamW` runs it in float32 and otherwise follows ``torch.optim.Muon(nesterov=True,
-adjust_lr_fn="match_rms_adamw")`` step for step (tests/test_lm.py checks it against PyTorch's): the step is
+adjust_lr_fn="match_rms_adamw")`` step for step (tests/test_muon.py checks it against PyTorch's): the step is
 scaled by ``0.2·√max(rows, columns)`` so that its size matches an AdamW step's and one learning rate and
 schedule serve both kinds of tensor; weight decay is decoupled, ``lr × weight_decay``. The groups not marked
 ``muon`` are handed to ``torch.optim.AdamW``, which shares their dicts: a scheduler that sets ``lr`` on this
