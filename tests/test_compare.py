@@ -173,3 +173,20 @@ def test_the_vit_sides_are_the_same_size():
                    mlp_dim=128)
     assert abs(sum(p.numel() for p in other.parameters()) - count) / count < 0.01
     assert course(torch.randn(2, 1, 28, 28)).shape == other(torch.randn(2, 1, 28, 28)).shape == (2, 10)
+
+
+def test_the_vit_benchmark_draws_the_position_embeddings_as_the_chapter_says():
+    """The chapter's class starts its position embeddings at N(0, 1); the benchmark's re-drawn variants at the
+    standard deviations asked for; the neighbour score is read from either model's own parameter."""
+    vit = _module("vit")
+    built = vit.models(4, [0.02, 0.5], kinds=("chapter", "stds"))
+    assert list(built) == ["ViT P = 4 (chapter)", "ViT P = 4 (chapter, E_pos std 0.02)",
+                           "ViT P = 4 (chapter, E_pos std 0.5)"]
+    stds = []
+    for build in built.values():
+        torch.manual_seed(0)
+        positions = vit.position_embeddings(build())
+        assert positions.shape == (1, 50, 64)
+        stds.append(float(positions.std()))
+    assert stds == pytest.approx([1.0, 0.02, 0.5], rel=0.05)
+    assert vit.position_embeddings(torch.nn.Linear(2, 2)) is None

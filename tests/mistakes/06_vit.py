@@ -17,7 +17,7 @@ class PatchEmbedding(nn.Module):
         self.num_patches = self.grid**2
         self.projection = nn.Linear(in_channels * patch_size**2, dim)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
-        self.position_embeddings = nn.Parameter(torch.randn(1, self.num_patches + 1, dim) * 0.02)
+        self.position_embeddings = nn.Parameter(torch.randn(1, self.num_patches + 1, dim))
 
     def forward(self, images):
 '''
