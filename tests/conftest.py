@@ -104,3 +104,31 @@ def trusted_session():
 def grading_session():
     """``grading_session(name)`` → the (cached) chapter run as grading runs it: the skippable cells left out."""
     yield from _cached(lambda chapter: TrustedSession(chapter, skip=True))
+
+
+# Scheduling under `make test` (pytest -n 2 --dist loadgroup): the longest unit first, from the durations the
+# last recorded run measured; each distributed run's own go to build/test-durations.json (tests/schedule.py).
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    import schedule
+
+    return schedule.make_scheduler(config, log)
+
+
+_recorder = None
+
+
+def pytest_runtest_logreport(report):
+    global _recorder
+    if getattr(report, "node", None) is not None:  # the controller of a distributed run
+        import schedule
+
+        _recorder = _recorder or schedule.Recorder()
+        _recorder.add(report)
+
+
+def pytest_sessionfinish(session):
+    if _recorder is not None:
+        _recorder.write()

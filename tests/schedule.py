@@ -1,0 +1,100 @@
+"""`make test` hands the longest work first to whichever worker is free, and records how long each unit took.
+
+Under ``pytest -n 2 --dist loadgroup`` a *unit* is an ``xdist_group`` (every test of it runs on one worker, after
+one shared set-up) or an ungrouped test. pytest-xdist queues the units largest first by *number of tests*, and
+the number of tests says little about time here: the browser group holds a dozen tests of half a minute to a
+minute each, the Gradescope group spends three minutes in one fixture. When a long unit starts last, one worker
+runs it alone while the other waits. Longest processing time first (LPT: the classic rule for sharing jobs among
+machines) keeps the two workers' ends close.
+
+Durations come from ``tests/durations.json``: seconds per unit, written from a full run (``make test`` records
+each run's in ``build/test-durations.json``, with each worker's timeline; copy it over to refresh). A unit not
+listed there is guessed at :data:`UNKNOWN_SECONDS_PER_TEST` per test. Stale numbers only change the order, never
+which tests run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DURATIONS = ROOT / "tests" / "durations.json"
+RECORD = ROOT / "build" / "test-durations.json"
+UNKNOWN_SECONDS_PER_TEST = 2.0
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit a test belongs to under loadgroup: its group's name after the last ``@``, else its node id (as
+    pytest-xdist's ``LoadGroupScheduling._split_scope``)."""
+    if nodeid.rfind("@") > nodeid.rfind("]"):
+        return nodeid.split("@")[-1]
+    return nodeid
+
+
+def load_durations(path: Path = DURATIONS) -> dict[str, float]:
+    """Seconds per unit from a recorded run; empty when there is none or it cannot be read."""
+    try:
+        units = json.loads(path.read_text())["units"]
+        return {str(k): float(v) for k, v in units.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def expected_seconds(unit: str, tests: int, durations: dict[str, float]) -> float:
+    return durations.get(unit, UNKNOWN_SECONDS_PER_TEST * tests)
+
+
+def longest_first(units: dict[str, int], durations: dict[str, float]) -> list[str]:
+    """Units (name → number of tests) in the order to hand them out: longest expected first; ties keep their
+    order."""
+    order = list(units)
+    return sorted(order, key=lambda u: (-expected_seconds(u, units[u], durations), order.index(u)))
+
+
+def make_scheduler(config, log):
+    """A pytest-xdist ``LoadGroupScheduling`` that always hands out the longest unit left."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    durations = load_durations()
+
+    class LongestFirst(LoadGroupScheduling):
+        def _assign_work_unit(self, node) -> None:
+            units = {scope: len(tests) for scope, tests in self.workqueue.items()}
+            self.workqueue.move_to_end(longest_first(units, durations)[0], last=False)
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)
+
+
+class Recorder:
+    """On the controller of a distributed run: seconds per unit (set-up, call and tear-down of its tests) and,
+    per worker, when each unit started and ended; written to :data:`RECORD` at the end of the session."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.spans: dict[tuple[str, str], list[float]] = {}
+
+    def add(self, report) -> None:
+        node = getattr(report, "node", None)
+        if node is None:  # not from a worker
+            return
+        unit = unit_of(report.nodeid)
+        self.seconds[unit] += report.duration
+        worker = getattr(getattr(node, "gateway", None), "id", "?")
+        span = self.spans.setdefault((worker, unit), [report.start, report.stop])
+        span[0], span[1] = min(span[0], report.start), max(span[1], report.stop)
+
+    def write(self, path: Path = RECORD) -> None:
+        if not self.seconds:
+            return
+        begin = min(start for start, _ in self.spans.values())
+        timeline: dict[str, list] = defaultdict(list)
+        for (worker, unit), (start, stop) in sorted(self.spans.items(), key=lambda kv: kv[1][0]):
+            timeline[worker].append([unit, round(start - begin, 1), round(stop - begin, 1)])
+        ends = {worker: max(stop for _, _, stop in spans) for worker, spans in timeline.items()}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({
+            "units": {u: round(s, 1) for u, s in sorted(self.seconds.items(), key=lambda kv: -kv[1])},
+            "worker_ends": ends, "timeline": timeline}, indent=1) + "\n")
