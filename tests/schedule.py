@@ -7,14 +7,18 @@ minute each, the Gradescope group spends three minutes in one fixture. When a lo
 runs it alone while the other waits. Longest processing time first (LPT: the classic rule for sharing jobs among
 machines) keeps the two workers' ends close.
 
-Durations come from ``tests/durations.json``: seconds per unit, written from a full run (``make test`` records
-each run's in ``build/test-durations.json``, with each worker's timeline; copy it over to refresh). A unit not
-listed there is guessed at :data:`UNKNOWN_SECONDS_PER_TEST` per test. Stale numbers only change the order, never
-which tests run.
+Durations come from ``tests/durations.json``: seconds per unit, kept from a full run. Every distributed run
+records its own in ``build/test-durations.json``, with each worker's timeline (when each unit started and ended
+on it); after a full ``make test``, ``python tests/schedule.py keep`` copies its units of at least
+:data:`UNKNOWN_SECONDS_PER_TEST` seconds into ``tests/durations.json``. A unit not listed there is guessed at
+:data:`UNKNOWN_SECONDS_PER_TEST` per test. Stale numbers only change the order, never which tests run.
+
+    python tests/schedule.py keep [--note "what run this was"]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -98,3 +102,24 @@ class Recorder:
         path.write_text(json.dumps({
             "units": {u: round(s, 1) for u, s in sorted(self.seconds.items(), key=lambda kv: -kv[1])},
             "worker_ends": ends, "timeline": timeline}, indent=1) + "\n")
+
+
+def keep(record: Path = RECORD, out: Path = DURATIONS, note: str = "") -> dict:
+    """``tests/durations.json`` from a recorded run: its units of at least :data:`UNKNOWN_SECONDS_PER_TEST`
+    seconds (the shorter ones are guessed at that much anyway) and when each worker finished."""
+    recorded = json.loads(record.read_text())
+    units = {u: s for u, s in recorded["units"].items() if s >= UNKNOWN_SECONDS_PER_TEST}
+    kept = {"measured": note, "worker_ends": recorded.get("worker_ends", {}), "units": units,
+            "note": f"units under {UNKNOWN_SECONDS_PER_TEST:g} s are left out ({len(recorded['units']) - len(units)} "
+                    "of them): the scheduler guesses that much a test for any unit not listed"}
+    out.write_text(json.dumps(kept, indent=1) + "\n")
+    return kept
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="keep the last recorded run's durations for the scheduler")
+    parser.add_argument("command", choices=["keep"])
+    parser.add_argument("--note", default="", help="what run it was (machine, suite time)")
+    args = parser.parse_args()
+    kept = keep(note=args.note)
+    print(f"{DURATIONS.relative_to(ROOT)}: {len(kept['units'])} units, workers ended at {kept['worker_ends']}")

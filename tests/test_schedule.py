@@ -80,3 +80,19 @@ def test_an_unreadable_record_means_no_durations(tmp_path, text):
     path = tmp_path / "durations.json"
     path.write_text(text)
     assert schedule.load_durations(path) == {}
+
+
+def test_keep_writes_the_long_units_for_the_scheduler(tmp_path):
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"units": {"browser": 510.4, "t.py::a": 2.0, "t.py::b": 0.3},
+                                  "worker_ends": {"gw0": 1.0}, "timeline": {}}))
+    out = tmp_path / "durations.json"
+    schedule.keep(record, out, note="a run")
+    assert schedule.load_durations(out) == {"browser": 510.4, "t.py::a": 2.0}
+    kept = json.loads(out.read_text())
+    assert kept["measured"] == "a run" and kept["worker_ends"] == {"gw0": 1.0} and "1 of them" in kept["note"]
+
+
+def test_the_kept_durations_load():
+    durations = schedule.load_durations()
+    assert durations and all(seconds >= schedule.UNKNOWN_SECONDS_PER_TEST for seconds in durations.values())
