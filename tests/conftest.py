@@ -106,12 +106,13 @@ def grading_session():
     yield from _cached(lambda chapter: TrustedSession(chapter, skip=True))
 
 
-# Scheduling under `make test` (pytest -n 2 --dist loadgroup): the longest unit first, from the durations the
-# last recorded run measured; each distributed run's own go to build/test-durations.json (tests/schedule.py).
+# Scheduling under `make test` (pytest -n 2 --dist loadgroup): with DLCOURSE_TEST_ORDER=longest, the longest unit
+# first, from the durations a recorded run measured; each distributed run's own go to build/test-durations.json
+# (tests/schedule.py).
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    if config.getvalue("dist") != "loadgroup":
-        return None
+    if config.getvalue("dist") != "loadgroup" or os.environ.get("DLCOURSE_TEST_ORDER") != "longest":
+        return None  # pytest-xdist's own order (see tests/schedule.py for why longest-first is opt-in)
     import schedule
 
     return schedule.make_scheduler(config, log)

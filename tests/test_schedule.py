@@ -35,12 +35,11 @@ class _Node:
         self.shutting_down = True
 
 
-def _scheduled(durations: dict[str, float], monkeypatch) -> tuple[list[str], _Node, _Node]:
-    monkeypatch.setattr(schedule, "load_durations", lambda path=schedule.DURATIONS: durations)
+def _scheduled(durations: dict[str, float]) -> tuple[list[str], _Node, _Node]:
     config = SimpleNamespace(getvalue=lambda name: ["2*popen"] if name == "tx" else None,
                              option=SimpleNamespace(loadscopereorder=True))
     collection = [f"t.py::m{i}@many" for i in range(5)] + ["t.py::l@long", "t.py::free"]
-    sched = schedule.make_scheduler(config, None)
+    sched = schedule.make_scheduler(config, None, durations)
     first, second = _Node("gw0"), _Node("gw1")
     for node in (first, second):
         sched.add_node(node)
@@ -50,12 +49,12 @@ def _scheduled(durations: dict[str, float], monkeypatch) -> tuple[list[str], _No
     return collection, first, second
 
 
-def test_the_scheduler_hands_the_longest_unit_out_first(monkeypatch):
-    collection, first, second = _scheduled({"many": 20.0, "long": 400.0, "t.py::free": 1.0}, monkeypatch)
+def test_the_scheduler_hands_the_longest_unit_out_first():
+    collection, first, second = _scheduled({"many": 20.0, "long": 400.0, "t.py::free": 1.0})
     assert [collection[i] for i in first.sent[0]] == ["t.py::l@long"]
     assert [collection[i] for i in second.sent[0]] == [f"t.py::m{i}@many" for i in range(5)]
     # without recorded times pytest-xdist's own order (most tests first) is kept
-    collection, first, _ = _scheduled({}, monkeypatch)
+    collection, first, _ = _scheduled({})
     assert [collection[i] for i in first.sent[0]] == [f"t.py::m{i}@many" for i in range(5)]
 
 
@@ -96,3 +95,14 @@ def test_keep_writes_the_long_units_for_the_scheduler(tmp_path):
 def test_the_kept_durations_load():
     durations = schedule.load_durations()
     assert durations and all(seconds >= schedule.UNKNOWN_SECONDS_PER_TEST for seconds in durations.values())
+
+
+def test_longest_first_is_opt_in(monkeypatch):
+    import conftest
+
+    config = SimpleNamespace(getvalue=lambda name: {"tx": ["2*popen"], "dist": "loadgroup"}.get(name),
+                             option=SimpleNamespace(loadscopereorder=True))
+    monkeypatch.delenv("DLCOURSE_TEST_ORDER", raising=False)
+    assert conftest.pytest_xdist_make_scheduler(config, None) is None  # pytest-xdist's own order
+    monkeypatch.setenv("DLCOURSE_TEST_ORDER", "longest")
+    assert type(conftest.pytest_xdist_make_scheduler(config, None)).__name__ == "LongestFirst"
