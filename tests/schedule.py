@@ -16,9 +16,11 @@ on it); after a full ``make test``, ``python tests/schedule.py keep`` copies its
     python tests/schedule.py keep [--note "what run this was"]
 
 The order is opt-in: ``DLCOURSE_TEST_ORDER=longest make test``. By default ``make test`` keeps pytest-xdist's
-order, because the one full run in the longest-first order hung: ``tests/test_validate.py`` ran last, and
-nbgrader's validator waited on a kernel that sat idle, until its 600-s cell timeout. Why is not known yet; in
-xdist's order it has passed in every run. The recorder runs either way.
+order, because in the one full run in the longest-first order ``tests/test_validate.py`` ran last and stalled:
+nbgrader's validator waited about 600 s on a kernel that sat idle, then went on and passed (624 s against 25 s
+in xdist's order), and the suite took 28:57. Whether the order caused it is not known; in xdist's order it has
+never happened. Without the stall, that run's busier worker would have ended at about 1,100 s instead of the
+1,264 s of xdist's order. The recorder runs either way.
 """
 
 from __future__ import annotations
