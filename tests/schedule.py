@@ -60,8 +60,7 @@ def expected_seconds(unit: str, tests: int, durations: dict[str, float]) -> floa
 def longest_first(units: dict[str, int], durations: dict[str, float]) -> list[str]:
     """Units (name → number of tests) in the order to hand them out: longest expected first; ties keep their
     order."""
-    order = list(units)
-    return sorted(order, key=lambda u: (-expected_seconds(u, units[u], durations), order.index(u)))
+    return sorted(units, key=lambda u: -expected_seconds(u, units[u], durations))  # a stable sort keeps ties
 
 
 def make_scheduler(config, log, durations: dict[str, float] | None = None):
@@ -73,8 +72,9 @@ def make_scheduler(config, log, durations: dict[str, float] | None = None):
 
     class LongestFirst(LoadGroupScheduling):
         def _assign_work_unit(self, node) -> None:
-            units = {scope: len(tests) for scope, tests in self.workqueue.items()}
-            self.workqueue.move_to_end(longest_first(units, durations)[0], last=False)
+            longest = max(self.workqueue, key=lambda scope: expected_seconds(  # the first of equals, as sorted
+                scope, len(self.workqueue[scope]), durations))
+            self.workqueue.move_to_end(longest, last=False)
             super()._assign_work_unit(node)
 
     return LongestFirst(config, log)
