@@ -6,8 +6,9 @@ reports each test cell that fails, with its error — and, unlike ``nbgrader val
 a cell that must not change was changed), 2 when the notebook cannot be read or run.
 
 It runs nbgrader's validator with one change to how the kernel is reached (:mod:`dlcourse.kernelio`): the
-client polls for replies in short slices, so a cell that draws into an ``Output`` widget (every chapter's explorers)
-cannot leave it waiting out the cell's whole time limit for a reply that has arrived, and on Linux and macOS the kernel listens on Unix sockets, which no other process can take.
+client polls for replies in short slices, so a cell that draws into an ``Output`` widget (every chapter's
+explorers) cannot leave it waiting out the cell's whole time limit for a reply that has arrived; and on
+Linux and macOS the kernel listens on Unix sockets, which no other process can take first.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def grading_session():
     yield from _cached(lambda chapter: TrustedSession(chapter, skip=True))
 
 
-# Scheduling under `make test` (pytest -n 2 --dist loadgroup): with DLCOURSE_TEST_ORDER=longest, the longest unit
+# Scheduling under `make test` (pytest -n N --dist loadgroup): with DLCOURSE_TEST_ORDER=longest, the longest unit
 # first, from the durations a recorded run measured; each distributed run's own go to build/test-durations.json
 # (tests/schedule.py).
 @pytest.hookimpl(optionalhook=True)

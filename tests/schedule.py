@@ -1,11 +1,11 @@
-"""`make test` hands the longest work first to whichever worker is free, and records how long each unit took.
+"""`make test` can hand the longest work first to whichever worker is free, and records how long each unit took.
 
-Under ``pytest -n 2 --dist loadgroup`` a *unit* is an ``xdist_group`` (every test of it runs on one worker, after
+Under ``pytest -n N --dist loadgroup`` a *unit* is an ``xdist_group`` (every test of it runs on one worker, after
 one shared set-up) or an ungrouped test. pytest-xdist queues the units largest first by *number of tests*, and
 the number of tests says little about time here: the browser group holds a dozen tests of half a minute to a
 minute each, the Gradescope group spends three minutes in one fixture. When a long unit starts last, one worker
-runs it alone while the other waits. Longest processing time first (LPT: the classic rule for sharing jobs among
-machines) keeps the two workers' ends close.
+runs it alone while the others wait. Longest processing time first (LPT: the classic rule for sharing jobs among
+machines) keeps the workers' ends close.
 
 Durations come from ``tests/durations.json``: seconds per unit, kept from a full run. Every distributed run
 records its own in ``build/test-durations.json``, with each worker's timeline (when each unit started and ended
@@ -15,12 +15,13 @@ on it); after a full ``make test``, ``python tests/schedule.py keep`` copies its
 
     python tests/schedule.py keep [--note "what run this was"]
 
-The order is opt-in: ``DLCOURSE_TEST_ORDER=longest make test``. By default ``make test`` keeps pytest-xdist's
-order, because in the one full run in the longest-first order ``tests/test_validate.py`` ran last and stalled:
-nbgrader's validator waited about 600 s on a kernel that sat idle, then went on and passed (624 s against 25 s
-in xdist's order), and the suite took 28:57. Whether the order caused it is not known; in xdist's order it has
-never happened. Without the stall, that run's busier worker would have ended at about 1,100 s instead of the
-1,264 s of xdist's order. The recorder runs either way.
+The order is opt-in: ``DLCOURSE_TEST_ORDER=longest make test``. In xdist's own order the workers already end
+close together (two workers 12 s apart, three workers 25 s apart on 2 cores), so the suite's time is its work.
+The one full run in the longest-first order took 28:57 because ``tests/test_validate.py``, run last, waited 600 s
+on an idle kernel, most likely nbgrader's validator missing the reply of a cell that draws into an Output widget
+(chapter 00's explorer) and sleeping out the cell's 600-s limit: the failure :mod:`dlcourse.kernelio` describes.
+nbgrader's client does it on 40 such cells at a 20-s limit (62 and 82 s, against 2 s); ``dlcourse.validate`` now
+polls in slices. The recorder runs either way.
 """
 
 from __future__ import annotations
