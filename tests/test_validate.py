@@ -60,8 +60,8 @@ def test_output_widget_cells_do_not_wait_out_the_time_limit_and_the_kernel_liste
     and then waits until the cell's time limit for a reply that has come (tests/test_kernels.py: 15-s gaps in 40
     such cells at a 15-s limit; nbgrader's validator took 62 and 82 s on these 40 cells at a 20-s limit). The
     validator's client polls in slices: at a 60-s limit the 40 cells finish inside one limit (2 s on an idle
-    machine), so a single missed reply fails the test. A graded cell checks that the kernel was started on Unix sockets, and a second one that a
-    failing graded cell is still reported."""
+    machine), so a single missed reply fails the test. A graded cell checks that the kernel was started on Unix
+    sockets, and a second notebook that a failing graded cell is still reported."""
     draw = ("o = W.Output()\ndisplay(o)\no.clear_output(wait=True)\nwith o:\n    display(HTML('<b>x</b>' * 2000))\n"
             "o.clear_output(wait=True)\nwith o:\n    print('y' * 5000)\n")
     cells = ([nbformat.v4.new_code_cell("import ipywidgets as W\nfrom IPython.display import HTML, display")]
