@@ -24,9 +24,10 @@ from typing import Any
 import nbformat
 import needs
 import oracles
-from flags import escape_hatches
+from flags import escape_hatches, to_python
+from rewiring import bindings_after
 from sandbox import Sandbox
-from trusted import GradingKernel, prelude_of
+from trusted import INTEGRITY_BASELINE, GradingKernel, TestRun, prelude_of
 from warm import WarmKernels, setup_source
 
 CELL_TIMEOUT = 300.0
@@ -237,10 +238,20 @@ def plan(release: nbformat.NotebookNode, cells: list[dict], notices: list[str]) 
             answers[gid] = [edited[-1] if edited else sources[-1]]
             notices.append(f"the answer cell {gid!r} appears {len(sources)} times; the last edited copy was used")
     steps: list[Step] = []
+    # What names stand for imported modules, classes and functions as the kernel runs the cells in this order: a
+    # student's cell is read with the bindings of every cell before it (the set-up cell's `gan`, `t5`, `optim` …).
+    names: dict[str, str] = {}
+
+    def kernel_step(step: Step) -> None:
+        nonlocal names
+        if step.student:
+            step.flags = escape_hatches(step.source, names)
+        names = bindings_after(to_python(step.source)[0], names)
+        steps.append(step)
 
     def add_extras(after: int) -> None:
         for src in extras_after.pop(after, []):
-            steps.append(Step("kernel", None, src, student=True, flags=escape_hatches(src)))
+            kernel_step(Step("kernel", None, src, student=True))
 
     add_extras(-1)
     for i, cell in enumerate(release.cells):
@@ -251,11 +262,11 @@ def plan(release: nbformat.NotebookNode, cells: list[dict], notices: list[str]) 
                 src = answers.get(gid, [stubs[i]])[0]
                 if gid not in answers:
                     notices.append(f"the answer cell {gid!r} is missing; the empty stub was run")
-                steps.append(Step("kernel", i, src, gid, exercise_of(gid), student=True, flags=escape_hatches(src)))
+                kernel_step(Step("kernel", i, src, gid, exercise_of(gid), student=True))
             elif meta.get("grade"):
                 steps.append(Step("test", i, stubs[i], gid, exercise_of(gid), float(meta.get("points", 0) or 0)))
             else:
-                steps.append(Step("kernel", i, stubs[i], gid))
+                kernel_step(Step("kernel", i, stubs[i], gid))
         add_extras(i)
     for rest in list(extras_after):
         add_extras(rest)
@@ -339,7 +350,8 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     steps = plan(release, cells, result.notices)
     if not all_cells:
         result.skipped_cells = mark_skipped(steps, release, source)
-    for exercise, reasons in oracle_flags(steps, result.chapter, declarations).items():
+    declared = oracles.for_chapter(result.chapter) if declarations is None else declarations
+    for exercise, reasons in oracle_flags(steps, result.chapter, declared).items():
         result.flagged.setdefault(exercise, []).extend(reasons)
     for step in steps:
         if step.flags and step.exercise:
@@ -348,6 +360,9 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
             result.notices.append("a cell the student added was not run: " + "; ".join(step.flags))
             result.flagged.setdefault(ADDED_CELLS, []).extend(step.flags)
     prelude = prelude_of(release.cells)
+    tested_modules = course_modules([prelude] + [hidden_source(s.source, source, s.grade_id)
+                                                 for s in steps if s.kind == "test"])
+    recorded = False  # whether the kernel has recorded the course's objects (before the student's first cell)
     graded = copy.deepcopy(release)
     spent = dict.fromkeys(("planning", "kernel start", "release cells", "student cells", "tests", "restarts"), 0.0)
     spent["planning"] = time.monotonic() - start
@@ -381,6 +396,10 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
                     if cell is not None:
                         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=SKIPPED_NOTE)]
                     continue
+                if step.student and not recorded:
+                    kernel.record_integrity(tested_modules)
+                    ran.append(INTEGRITY_BASELINE.format(modules=sorted(tested_modules)))
+                    recorded = True
                 if step.flags:
                     if cell is not None:
                         cell.source = step.source
@@ -417,8 +436,14 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
                                   "not run: the submission used up its time limit")
             else:
                 began = time.monotonic()
-                test = kernel.run_test(test_source, prelude, min(cell_timeout, left), step.grade_id)
+                oracle = declared.get(step.exercise)
+                test = kernel.run_test(test_source, prelude, min(cell_timeout, left), step.grade_id,
+                                       refuse=oracle.operators if oracle else (),
+                                       why=f"{oracle.why}; the grader refuses the operators that compute the "
+                                           f"oracle, {oracle.oracle}" if oracle else "")
                 lap("tests")
+                for reason in run_flags(test, oracle):
+                    result.flagged.setdefault(step.exercise, []).append(reason)
                 score = TestScore(step.grade_id, step.exercise, step.points, step.points if test.passed else 0.0,
                                   "passed" if test.passed else test.message[:4000],
                                   round(time.monotonic() - began, 3))
@@ -440,6 +465,12 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
         kernel.close()
         spent["closing"] = time.monotonic() - clock
         result.kernel_peak_mb = kernel.peak_mb
+    for score in result.tests:  # an exercise flagged while its tests ran: every test of it says so and scores 0
+        if score.exercise in result.flagged:
+            score.score, score.message = 0.0, "flagged for review: " + "; ".join(result.flagged[score.exercise])
+            for cell in graded.cells:
+                if cell.metadata.get("nbgrader", {}).get("grade_id") == score.grade_id:
+                    cell.outputs = [_test_output(score)]
     graded_ids = {t.grade_id for t in result.tests}
     for step in steps:  # tests never reached (a grader failure) score 0 with the reason
         if step.kind == "test" and step.grade_id not in graded_ids:
@@ -448,6 +479,34 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     result.seconds = time.monotonic() - start
     result.timings = {k: round(v, 3) for k, v in spent.items()}
     return result, graded
+
+
+def course_modules(sources: list[str]) -> set[str]:
+    """The course's dotted names that test code mentions (``dlcourse.gan.train.toy_gan``, ``from dlcourse.t5 import
+    train``): the kernel imports and records their modules before the student's code runs."""
+    found = set(re.findall(r"\bdlcourse(?:\.[A-Za-z_]\w*)+", "\n".join(sources)))
+    for text in sources:
+        found |= {f"{m}.{n}" for m, names in re.findall(r"from\s+(dlcourse(?:\.\w+)*)\s+import\s+([\w, ]+)", text)
+                  for n in (x.strip().split(" ")[0] for x in names.split(",")) if n}
+    return found
+
+
+_REFUSED = re.compile(r"(?:called|operator) `(?:aten\.)?([\w.]+)`")
+
+
+def run_flags(test: TestRun, oracle: oracles.Oracle | None) -> list[str]:
+    """Why a test's run sends its exercise to a person: the course's helpers or torch replaced in the kernel, or the
+    answer reaching an operator that computes the exercise's oracle (``operators`` in ``oracles.toml``)."""
+    found = [f"tampering: {what} was replaced in the kernel after the set-up cell" for what in test.tampered]
+    if oracle is not None and oracle.operators and test.error_type == "ForbiddenCall":
+        from dlcourse.checks import _forbidden_match
+
+        hit = _REFUSED.search(test.message)
+        name = hit.group(1).rsplit(".", 1)[-1] if hit else ""
+        if name and _forbidden_match(name, frozenset(oracle.operators)):
+            found.append(f"its oracle ({oracle.oracle}): the answer reached `{hit.group(1)}`, which computes it, "
+                         f"through a route its source does not name — {oracle.why}")
+    return found
 
 
 def _restart(kernel: GradingKernel, ran: list[str], cell_timeout: float, deadline: float) -> None:

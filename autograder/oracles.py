@@ -60,6 +60,9 @@ class Oracle:
     why: str
     refuse: tuple[str, ...]
     allow: tuple[str, ...] = ()
+    # ATen operators (dlcourse.checks.forbid patterns) that compute the oracle: the grader refuses them while the
+    # student's code runs for this exercise's tests, whatever Python API reached them.
+    operators: tuple[str, ...] = ()
 
 
 class DeclarationError(ValueError):
@@ -90,15 +93,20 @@ def parse(text: str, name: str = "oracles.toml") -> dict[tuple[str, str], Oracle
             where = f"{path.name}: [{chapter}.{exercise}]"
             if not isinstance(decl, dict) or not isinstance(decl.get("refuse"), list):
                 raise DeclarationError(f"{where} needs a list 'refuse'")
-            unknown = set(decl) - {"oracle", "why", "refuse", "allow"}
+            unknown = set(decl) - {"oracle", "why", "refuse", "allow", "operators"}
             if unknown:
                 raise DeclarationError(f"{where} has unknown keys {sorted(unknown)}")
             entries = [*decl["refuse"], *decl.get("allow", [])]
             if not all(isinstance(e, str) and e.strip(".") and " " not in e for e in entries):
                 raise DeclarationError(f"{where}: every entry is a dotted name or '.name'")
+            operators = decl.get("operators", [])
+            if not isinstance(operators, list) or not all(
+                    isinstance(e, str) and e and not e.startswith((".", "aten.")) and " " not in e for e in operators):
+                raise DeclarationError(f"{where}: 'operators' lists ATen operator names or patterns "
+                                       "('softmax', 'scaled_dot_product*')")
             found[chapter, exercise] = Oracle(chapter, exercise, str(decl.get("oracle", "")),
                                               str(decl.get("why", "")), tuple(decl["refuse"]),
-                                              tuple(decl.get("allow", ())))
+                                              tuple(decl.get("allow", ())), tuple(operators))
     return found
 
 
@@ -114,7 +122,7 @@ def chapter_text(chapter: str, path: Path = DECLARATIONS) -> str:
     for ex, o in sorted(for_chapter(chapter, path).items()):
         lines += [f'[{json.dumps(chapter)}.{json.dumps(ex)}]', f"oracle = {json.dumps(o.oracle)}",
                   f"why = {json.dumps(o.why)}", f"refuse = {json.dumps(list(o.refuse))}",
-                  f"allow = {json.dumps(list(o.allow))}", ""]
+                  f"allow = {json.dumps(list(o.allow))}", f"operators = {json.dumps(list(o.operators))}", ""]
     return "\n".join(lines)
 
 
@@ -404,13 +412,15 @@ def problems(exercises: dict[str, list[str]], path: Path = DECLARATIONS) -> list
 def markdown(path: Path = DECLARATIONS, shown: int = 5) -> str:
     """The README's table of what each exercise's answer may not use (``python autograder/oracles.py``):
     the first ``shown`` refused names of each exercise; ``oracles.toml`` lists them all."""
-    lines = ["| exercise | checked against | the answer may not use | why |", "|---|---|---|---|"]
+    lines = ["| exercise | checked against | the answer may not use | operators refused at run time | why |",
+             "|---|---|---|---|---|"]
     for (chapter, exercise), o in sorted(load(path).items()):
         refused = ", ".join(f"`{e}`" for e in o.refuse[:shown]) or "(no library computes it in one call)"
         if len(o.refuse) > shown:
             refused += f" and {len(o.refuse) - shown} more"
         allowed = f" (allowed: {', '.join(f'`{a}`' for a in o.allow)})" if o.allow else ""
-        lines.append(f"| {chapter[:2]} `{exercise}` | {o.oracle} | {refused}{allowed} | {o.why} |")
+        operators = ", ".join(f"`{p}`" for p in o.operators) or "—"
+        lines.append(f"| {chapter[:2]} `{exercise}` | {o.oracle} | {refused}{allowed} | {operators} | {o.why} |")
     return "\n".join(lines) + "\n"
 
 

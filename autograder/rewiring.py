@@ -142,3 +142,253 @@ def tampering(source: str) -> list[str]:
             if root in always or (root in guarded and not name.startswith(SETTINGS_PREFIXES)):
                 found.append(f"assignment to {name}")
     return sorted(set(found))
+
+
+# ----------------------------------------------------------------------------------------------- monkeypatching
+# What a name stands for, when it is a module, or a class or function taken from one: "gan" → "dlcourse.gan.train"
+# after the set-up cell's `from dlcourse.gan import train as gan`. Anything bound by a call (an instance) is not.
+Imported = dict[str, str]
+
+# Assignments under these (resolved) names are settings, not rewiring.
+SETTINGS = ("torch.backends.", "matplotlib.rcParams", "matplotlib.pyplot.rcParams", "os.environ", "pandas.options.",
+            "numpy.set_printoptions", "warnings.filters", "logging.")
+# Methods that change a container in place: called on a module's attribute they rewrite what it holds.
+MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert", "remove", "add",
+            "discard", "__setitem__", "__delitem__", "__ior__"}
+
+
+def _resolve(node, names: Imported) -> str | None:
+    """The dotted name ``node`` stands for when it reaches an imported module, class or function (else None):
+    ``gan.toy_gan`` → ``dlcourse.gan.train.toy_gan``, ``getattr(t, "load")``, ``type(torch.zeros(1))`` → ``type(…)``."""
+    import ast
+
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _resolve(node.value, names)
+        return f"{base}.{node.attr}" if base else None
+    if isinstance(node, ast.Subscript):
+        base = _resolve(node.value, names)
+        return f"{base}[]" if base else None
+    if isinstance(node, ast.NamedExpr):
+        return _resolve(node.value, names)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id == "getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and \
+                isinstance(node.args[1].value, str):
+            base = _resolve(node.args[0], names)
+            return f"{base}.{node.args[1].value}" if base else None
+        if node.func.id == "type" and len(node.args) == 1:
+            return f"type({ast.unparse(node.args[0])[:40]})"
+    return None
+
+
+def _local_names(func) -> set[str]:
+    """The names a function (or lambda, or class body) binds itself: its parameters and what it assigns."""
+    import ast
+
+    args = func.args if hasattr(func, "args") and isinstance(func.args, ast.arguments) else None
+    found = set()
+    if args is not None:
+        found |= {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        found |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    declared_global = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            declared_global |= set(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif isinstance(node, ast.alias):
+            found.add(node.asname or node.name.split(".")[0])
+    return found - declared_global
+
+
+class _Patches:
+    """Reads statements in order, tracking which names stand for imported things, and notes every write into one."""
+
+    def __init__(self, names: Imported) -> None:
+        self.names = dict(names)
+        self.found: list[str] = []
+
+    # bindings --------------------------------------------------------------------------------------------------
+    def bind(self, target, value) -> None:
+        import ast
+
+        if isinstance(target, ast.Name):
+            what = _resolve(value, self.names) if value is not None else None
+            if what:
+                self.names[target.id] = what
+            else:
+                self.names.pop(target.id, None)
+        elif isinstance(target, ast.Tuple | ast.List):
+            values = value.elts if isinstance(value, ast.Tuple | ast.List) and \
+                len(value.elts) == len(target.elts) else [None] * len(target.elts)
+            for t, v in zip(target.elts, values, strict=True):
+                self.bind(t, v)
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, None)
+
+    def imports(self, node) -> None:
+        import ast
+
+        module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+        for alias in node.names:
+            if isinstance(node, ast.ImportFrom):
+                self.names[alias.asname or alias.name] = f"{module}.{alias.name}" if module else alias.name
+            elif alias.asname:
+                self.names[alias.asname] = alias.name
+            else:
+                root = alias.name.split(".")[0]
+                self.names[root] = root
+
+    # writes ----------------------------------------------------------------------------------------------------
+    def note(self, what: str, how: str) -> None:
+        if not what.startswith(SETTINGS):
+            self.found.append(f"monkeypatching: {how} {what} (a module, or a class or function imported from one)")
+
+    def written(self, target) -> None:
+        import ast
+
+        if isinstance(target, ast.Tuple | ast.List):
+            for t in target.elts:
+                self.written(t)
+            return
+        if isinstance(target, ast.Starred):
+            self.written(target.value)
+            return
+        if not isinstance(target, ast.Attribute | ast.Subscript):
+            return
+        chain, node = [], target
+        while isinstance(node, ast.Attribute | ast.Subscript):
+            if isinstance(node, ast.Attribute):
+                chain.append(node.attr)
+            node = node.value
+        if any(a.startswith("__") and a.endswith("__") for a in chain):
+            self.found.append(f"monkeypatching: assignment through {ast.unparse(target)[:60]} (a special attribute)")
+            return
+        what = _resolve(target, self.names)
+        if what:
+            self.note(what, "assignment to")
+
+    def expression(self, node) -> None:
+        """Calls in ``node`` that write into an imported object: setattr/delattr on one, a mutating method of one's
+        attribute, a global module hook."""
+        import ast
+
+        for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+            func = call.func
+            if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and call.args:
+                what = _resolve(call.args[0], self.names)
+                if what:
+                    self.note(what, f"{func.id} on")
+            elif isinstance(func, ast.Attribute) and func.attr in MUTATORS:
+                what = _resolve(func.value, self.names)
+                if what and ("." in what or what.endswith("[]")):
+                    self.note(what, f".{func.attr}(…) on")
+            resolved = _resolve(func, self.names) or ""
+            if "register_module_" in resolved:  # torch.nn.modules.module.register_module_forward_hook
+                self.found.append(f"monkeypatching: a hook on every module ({resolved})")
+
+    # statements ------------------------------------------------------------------------------------------------
+    def block(self, body: list) -> None:
+        for stmt in body:
+            self.statement(stmt)
+
+    def statement(self, stmt) -> None:  # noqa: C901 - one case per kind of statement
+        import ast
+
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            self.imports(stmt)
+        elif isinstance(stmt, ast.Assign):
+            self.expression(stmt.value)
+            for target in stmt.targets:
+                self.written(target)
+            for target in stmt.targets:
+                self.bind(target, stmt.value)
+        elif isinstance(stmt, ast.AugAssign | ast.AnnAssign):
+            if stmt.value is not None:
+                self.expression(stmt.value)
+                self.written(stmt.target)
+            if isinstance(stmt, ast.AnnAssign):
+                self.bind(stmt.target, stmt.value)
+        elif isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                self.written(target)
+                self.bind(target, None)
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            for deco in stmt.decorator_list:
+                self.expression(deco)
+            if isinstance(stmt, ast.ClassDef):
+                for base in stmt.bases + [k.value for k in stmt.keywords]:
+                    self.expression(base)
+            inner = _Patches({k: v for k, v in self.names.items() if k not in _local_names(stmt)})
+            inner.block(stmt.body)
+            self.found += inner.found
+            self.names.pop(stmt.name, None)
+        elif isinstance(stmt, ast.For | ast.AsyncFor):
+            self.expression(stmt.iter)
+            item = stmt.iter.elts[0] if isinstance(stmt.iter, ast.Tuple | ast.List) and stmt.iter.elts and \
+                any(_resolve(e, self.names) for e in stmt.iter.elts) else None
+            if item is not None:  # `for m in (torch, np):` — m is each of them
+                item = next(e for e in stmt.iter.elts if _resolve(e, self.names))
+            self.bind(stmt.target, item)
+            self.block(stmt.body)
+            self.block(stmt.orelse)
+        elif isinstance(stmt, ast.With | ast.AsyncWith):
+            for item in stmt.items:
+                self.expression(item.context_expr)
+                if item.optional_vars is not None:
+                    self.bind(item.optional_vars, None)
+            self.block(stmt.body)
+        elif isinstance(stmt, ast.If | ast.While):
+            self.expression(stmt.test)
+            self.block(stmt.body)
+            self.block(stmt.orelse)
+        elif isinstance(stmt, ast.Try | getattr(ast, "TryStar", ast.Try)):
+            self.block(stmt.body)
+            for handler in stmt.handlers:
+                if handler.name:
+                    self.names.pop(handler.name, None)
+                self.block(handler.body)
+            self.block(stmt.orelse)
+            self.block(stmt.finalbody)
+        elif isinstance(stmt, ast.Match):
+            self.expression(stmt.subject)
+            for case in stmt.cases:
+                self.block(case.body)
+        else:
+            self.expression(stmt)
+        # `(m := torch).x = …` and walruses anywhere in the statement
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.NamedExpr) and not isinstance(stmt, ast.FunctionDef | ast.ClassDef):
+                self.bind(node.target, node.value)
+
+
+def _tree(source: str):
+    import ast
+
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def patches(source: str, names: Imported) -> list[str]:
+    """Writes into an imported module, class or function in ``source`` (Python, magics already turned into it):
+    ``gan.toy_gan = …``, ``setattr(t5, …)``, ``type(x).forward = …``, ``checks._ORIGINALS.clear()``, whatever the
+    module. ``names``: what the names the source starts with stand for (the cells run before it)."""
+    tree = _tree(source)
+    if tree is None:
+        return []
+    reader = _Patches(names)
+    reader.block(tree.body)
+    return sorted(dict.fromkeys(reader.found))
+
+
+def bindings_after(source: str, names: Imported) -> Imported:
+    """``names`` updated by what ``source``'s top level binds (imports and aliases added, other bindings removed)."""
+    tree = _tree(source)
+    if tree is None:
+        return dict(names)
+    reader = _Patches(names)
+    reader.block(tree.body)
+    return reader.names

@@ -67,6 +67,10 @@ class TestRun:
     error_type: str = ""
     stdout: str = ""
     kernel_lost: str = ""  # "died" or "timeout" when the kernel has to be restarted
+    tampered: list[str] = field(default_factory=list)  # course or torch objects found replaced in the kernel
+
+
+INTEGRITY_BASELINE = "__import__('dlcourse.grading.integrity', fromlist=['baseline']).baseline({modules!r})"
 
 
 def prelude_imports(sources: list[str]) -> str:
@@ -303,8 +307,20 @@ class GradingKernel:
             run.status = "died"
         return run
 
-    def run_test(self, source: str, prelude: str, timeout: float, label: str = "test") -> TestRun:
-        """Run a test cell here, against the kernel's names through proxies."""
+    def record_integrity(self, modules: list[str], timeout: float = 60) -> CellRun:
+        """Record, in the kernel, the course's and torch's objects as they are now (before the student's code runs):
+        each test then asks the kernel what has been replaced since (:mod:`dlcourse.grading.integrity`).
+        ``modules``: the course's modules the tests name, imported first so that they are recorded too."""
+        return self.run_cell(INTEGRITY_BASELINE.format(modules=sorted(modules)), timeout, keep=False, silent=True)
+
+    def run_test(self, source: str, prelude: str, timeout: float, label: str = "test",
+                 refuse: tuple[str, ...] = (), why: str = "") -> TestRun:
+        """Run a test cell here, against the kernel's names through proxies.
+
+        ``refuse``: ATen operators (:func:`dlcourse.checks.forbid` patterns) refused in the kernel during every call
+        the test makes into it. Before and after the test the kernel is asked which of the course's and torch's
+        objects were replaced since :meth:`record_integrity`; any replacement fails the test (``tampered``).
+        """
         from dlcourse.grading import guards
         from dlcourse.grading.channel import ChannelClosed, ChannelTimeout
         from dlcourse.grading.remote import Remote, remote_channel, set_channel
@@ -338,7 +354,11 @@ class GradingKernel:
         result: TestRun
         guards.set_trusted(True)
         set_channel(channel)
+        tampered: list[str] = []
+        refusal = guards.pushed(("dlcourse.checks.forbid", frozenset(refuse), why)) if refuse \
+            else contextlib.nullcontext()
         try:
+            tampered += [str(t) for t in channel.request("integrity") or []]
             ns: dict[str, Any] = {"__name__": "__grading__", "__builtins__": builtins}
             exec(compile(prelude, "<set-up imports>", "exec"), ns)  # noqa: S102 - the release's own imports
             for name in free_names(source):
@@ -351,9 +371,16 @@ class GradingKernel:
                 if isinstance(value, Remote):
                     object.__setattr__(value, "_label", name)
                 ns[name] = value
-            with contextlib.redirect_stdout(out):
-                exec(compile(source, f"<{label}>", "exec"), ns)  # noqa: S102 - the course's own test code
+            if not tampered:
+                with contextlib.redirect_stdout(out), refusal:
+                    exec(compile(source, f"<{label}>", "exec"), ns)  # noqa: S102 - the course's own test code
+            tampered += [str(t) for t in channel.request("integrity") or [] if str(t) not in tampered]
             result = TestRun(True, stdout=out.getvalue())
+            if tampered:
+                result = TestRun(False, "the course's helpers or torch were changed in the kernel after the set-up "
+                                 "cell, which the grader does not accept: " + ", ".join(tampered[:8]) +
+                                 (f" and {len(tampered) - 8} more" if len(tampered) > 8 else ""),
+                                 "Tampering", out.getvalue(), tampered=tampered)
         except ChannelTimeout:
             result = TestRun(False, f"timed out after {timeout:.0f} s", "TimeoutError", out.getvalue(), "timeout")
         except ChannelClosed:
@@ -361,6 +388,9 @@ class GradingKernel:
                              "KernelDied", out.getvalue(), "died")
         except Exception as err:  # noqa: BLE001 - every failure of a test is a result
             result = TestRun(False, _message(err), type(err).__name__, out.getvalue())
+            with contextlib.suppress(Exception):  # replaced helpers may be why it failed: say so
+                tampered += [str(t) for t in channel.request("integrity") or [] if str(t) not in tampered]
+            result.tampered = tampered
         finally:
             guards.set_trusted(False)
             set_channel(None)

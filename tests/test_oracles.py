@@ -55,6 +55,112 @@ def test_a_malformed_declaration_is_a_clear_error(tmp_path):
             oracles.load(bad)
 
 
+# --------------------------------------------------------------------------- operators refused at run time
+
+def _adam_step(**options):
+    import torch
+
+    p = torch.nn.Parameter(torch.randn(3))
+    p.grad = torch.ones(3)
+    torch.optim.Adam([p], **options).step()
+
+
+def _sgd_step():
+    import torch
+
+    p = torch.nn.Parameter(torch.randn(3))
+    p.grad = torch.ones(3)
+    torch.optim.SGD([p], lr=0.1, momentum=0.9, fused=True).step()
+
+
+def _clip():
+    import torch
+
+    p = torch.nn.Parameter(torch.randn(3))
+    p.grad = torch.ones(3)
+    torch.nn.utils.clip_grad_norm_([p], 0.1)
+
+
+# Each operator pattern oracles.toml lists, and library calls that compute the oracle through it on the CPU.
+PROBES = {
+    "softmax": lambda t, F, x: F.softmax(x, -1),
+    "log_softmax": lambda t, F, x: F.log_softmax(x, -1),
+    "safe_softmax": lambda t, F, x: t._safe_softmax(x, -1),
+    "masked_softmax": lambda t, F, x: t._masked_softmax(x, t.zeros_like(x, dtype=t.bool), 2, 0),
+    "scaled_dot_product*": lambda t, F, x: F.scaled_dot_product_attention(x[None], x[None], x[None]),
+    "nll_loss*": lambda t, F, x: F.cross_entropy(x.reshape(6, 4), t.tensor([0, 1, 2, 3, 0, 1])),
+    "logsumexp": lambda t, F, x: t.logsumexp(x, -1),
+    "fused_sgd*": lambda t, F, x: _sgd_step(),
+    "fused_adam*": lambda t, F, x: (_adam_step(fused=True), _adam_step(fused=True, weight_decay=0.1)),
+    "foreach_norm": lambda t, F, x: _clip(),
+    "layer_norm": lambda t, F, x: F.layer_norm(x, (4,)),
+    "group_norm": lambda t, F, x: F.group_norm(x, 1),
+    "batch_norm": lambda t, F, x: (F.instance_norm(x), t.nn.InstanceNorm1d(3)(x), F.batch_norm(x, None, None,
+                                                                                                training=True)),
+    "multinomial": lambda t, F, x: t.distributions.Categorical(logits=x[0, 0]).sample(),
+    "im2col": lambda t, F, x: F.unfold(x[None], 2, stride=2),
+    "unfold": lambda t, F, x: x.unfold(-1, 2, 2),
+    "pixel_unshuffle": lambda t, F, x: F.pixel_unshuffle(x[None, :, :2, :2], 2),
+    "binary_cross_entropy*": lambda t, F, x: (F.binary_cross_entropy_with_logits(x, t.ones_like(x)),
+                                              F.binary_cross_entropy(t.sigmoid(x), t.ones_like(x))),
+    "soft_margin_loss*": lambda t, F, x: F.soft_margin_loss(x, t.ones_like(x)),
+    "lerp": lambda t, F, x: t.lerp(x, x + 1, 0.3),
+    "rot90": lambda t, F, x: t.rot90(x, 1, (1, 2)),
+}
+
+
+def _dispatched(probe) -> set[str]:
+    """The ATen operators ``probe`` reaches, as the run-time guard sees them (a dispatch mode)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: set[str] = set()
+
+    class Record(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.add(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(2, 3, 4)
+    with Record():
+        probe(torch, F, x)
+    return seen
+
+
+def test_every_declared_operator_is_what_a_library_function_dispatches_to():
+    """No `operators` entry is dead: each one matches an operator that a library function computing the oracle
+    dispatches to on the CPU, and each probe's operators are refused by the guard the grader installs."""
+    from dlcourse import checks
+    from dlcourse.checks import _forbidden_match
+
+    declared = {p for o in DECLARED.values() for p in o.operators}
+    assert declared, "oracles.toml refuses no operator at run time"
+    assert declared <= set(PROBES), f"operators without a probe here: {sorted(declared - set(PROBES))}"
+    for pattern in sorted(declared):
+        ops = _dispatched(PROBES[pattern])
+        assert any(_forbidden_match(op, frozenset([pattern])) for op in ops), f"{pattern}: dispatched {sorted(ops)}"
+        with pytest.raises(checks.ForbiddenCall):
+            import torch
+            import torch.nn.functional as F
+
+            with checks.forbid([pattern]):
+                PROBES[pattern](torch, F, torch.randn(2, 3, 4))
+
+
+def test_a_malformed_operator_list_is_a_clear_error(tmp_path):
+    bad = tmp_path / "oracles.toml"
+    for text in ("[a.b]\nrefuse = []\noperators = 'softmax'\n", "[a.b]\nrefuse = []\noperators = ['aten.softmax']\n",
+                 "[a.b]\nrefuse = []\noperators = ['.softmax']\n"):
+        bad.write_text(text)
+        with pytest.raises(oracles.DeclarationError, match="operators"):
+            oracles.load(bad)
+
+
 def test_the_readme_says_what_each_answer_may_not_use():
     readme = (ROOT / "README.md").read_text()
     assert oracles.markdown() in readme, "README's table is out of date: python autograder/oracles.py prints it"

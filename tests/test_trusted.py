@@ -312,3 +312,101 @@ def test_an_oracle_call_through_passes_the_runtime_guard_but_is_flagged_and_scor
     assert list(result.flagged) == [exercise] and oracle in result.flagged[exercise][0], result.flagged
     assert {k: v for k, v in after.items() if not k.startswith(exercise)} == \
         {k: v for k, v in before.items() if not k.startswith(exercise)}
+
+
+# ------------------------------------------------------------------ nothing in the kernel is trusted (static)
+
+def _setup_names(chapter: str) -> dict[str, str]:
+    """What the chapter's set-up cell binds, as the grader reads a student's cell after it."""
+    from rewiring import bindings_after
+
+    return bindings_after(prelude_of(_cells(chapter)), {})
+
+
+@pytest.mark.parametrize("family, what", [(f, w) for f, d in (("helpers", "HELPERS"), ("sys", "SYS_ALIASES"),
+                                                              ("data", "DATA_AS_CODE"))
+                                          for w in getattr(__import__("attacks"), d)])
+def test_each_attack_is_flagged_from_its_source(family, what):
+    import attacks
+
+    table = {"helpers": attacks.HELPERS, "sys": attacks.SYS_ALIASES, "data": attacks.DATA_AS_CODE}[family]
+    chapter, source = table[what]
+    assert escape_hatches(source, _setup_names(chapter)), f"{family}: {what} is not flagged"
+
+
+@pytest.mark.parametrize("what", list(__import__("attacks").HONEST))
+def test_ordinary_code_beside_the_set_up_names_is_not_flagged(what):
+    import attacks
+
+    chapter, source = attacks.HONEST[what]
+    assert escape_hatches(source, _setup_names(chapter)) == [], what
+
+
+def test_a_set_up_alias_is_known_only_until_the_student_rebinds_it():
+    from rewiring import bindings_after
+
+    names = _setup_names("07_gan")
+    assert names["gan"] == "dlcourse.gan.train"
+    assert escape_hatches("gan.toy_gan = None", names)
+    after = bindings_after("gan = torch.zeros(3)", names)
+    assert "gan" not in after and escape_hatches("gan.requires_grad = True", after) == []
+    assert escape_hatches("gan = torch.zeros(3)\ngan.requires_grad = True", names) == []
+
+
+def test_every_reference_answer_in_its_notebook_is_unflagged():
+    """Read in order, with the set-up cell's names (as the grader plans a submission), no reference answer of any
+    chapter uses an escape hatch."""
+    import grade
+    from kernel import reference_answers, released_notebook
+
+    for chapter in sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()):
+        release = nbformat.read(ROOT / "course" / chapter / f"{chapter}.ipynb", as_version=4)
+        cells = [dict(c) for c in released_notebook(chapter, reference_answers(chapter)).cells]
+        steps = grade.plan(release, cells, [])
+        assert not [(s.grade_id, s.flags) for s in steps if s.flags], chapter
+
+
+# ---------------------------------------------------------------- nothing in the kernel is trusted (graded)
+
+@pytest.mark.parametrize("family", list(__import__("attacks").GRADED))
+def test_each_attack_scores_zero_on_its_exercise_only(family, tmp_path, monkeypatch):
+    """A submission with three or more attacks of one family, each in an exercise nothing else builds on, graded as
+    the pipeline grades: each attacked exercise is flagged for review and scores 0, every other exercise keeps all
+    its points. "no names" grades with every declaration's `refuse` list emptied, so that an equivalent can only be
+    caught by the run-time refusal of its operators; the replacement made inside a function is caught only by the
+    kernel's integrity check (the source never names the module it patches)."""
+    if not AVAILABLE:
+        pytest.skip(f"no sandbox here: {WHY}")
+    import dataclasses
+
+    import attacks
+    import grade
+    import oracles
+    from kernel import reference_answers, released_notebook
+
+    chapter, declared, changes = attacks.GRADED[family]
+    answers = reference_answers(chapter)
+    for gid, change in changes.items():
+        answers[gid] = change[1:] if change.startswith("=") else answers[gid] + "\n" + change
+    path = tmp_path / f"{chapter}.ipynb"
+    nbformat.write(released_notebook(chapter, answers), path)
+    declarations = oracles.for_chapter(chapter)
+    if declared == "no names":
+        declarations = {ex: dataclasses.replace(o, refuse=(), allow=()) for ex, o in declarations.items()}
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    result, _ = grade.grade(ROOT / "course" / chapter / f"{chapter}.ipynb", path, solution_notebook(chapter),
+                            student="attacker", chapter=chapter, declarations=declarations)
+    assert not result.error, result.error
+    attacked = {gid.removesuffix("_answer") for gid in changes}
+    assert set(result.flagged) == attacked, result.flagged
+    for test in result.tests:
+        if test.exercise in attacked:
+            assert test.score == 0 and test.message.startswith("flagged for review"), test
+        else:
+            assert test.score == test.points, test
+    reasons = {ex: " ".join(r) for ex, r in result.flagged.items()}
+    if family == "helpers":
+        assert "tampering: dlcourse.gan.train.toy_gan" in reasons["gloss"], reasons["gloss"]
+    if declared == "no names":
+        runtime = {"softmax", "ce", "ln", "sample"} & attacked
+        assert all("through a route its source does not name" in reasons[ex] for ex in runtime), reasons

@@ -131,6 +131,12 @@ class Agent:
 
         return getattr(importlib.import_module(module_name), attr)(*args, **kwargs)
 
+    def op_integrity(self) -> list[str]:
+        """The course's and torch's objects replaced since the grader's baseline (:mod:`dlcourse.grading.integrity`)."""
+        from dlcourse.grading import integrity
+
+        return integrity.changed()
+
     def op_params(self, obj: Any) -> list[str]:
         fn = obj.forward if isinstance(obj, torch.nn.Module) else obj
         try:
