@@ -10,6 +10,7 @@ Honest answers in this course need none of them.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import types
 
@@ -95,6 +96,17 @@ def to_python(source: str) -> tuple[str, list[str]]:
     The few safe magics (timing, plotting, display precision) are replaced by the code they run, so a
     timed statement is read like any other line and ``%time`` alone never flags an honest answer.
     """
+    python, found = _to_python(source)
+    return python, list(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _to_python(source: str) -> tuple[str, tuple[str, ...]]:
+    """The cell as Python (IPython's own transforms), and the magics and shell escapes it uses.
+
+    The few safe magics (timing, plotting, display precision) are replaced by the code they run, so a
+    timed statement is read like any other line and ``%time`` alone never flags an honest answer.
+    """
     from IPython.core.inputtransformer2 import TransformerManager
 
     found, lines = [], []
@@ -109,9 +121,9 @@ def to_python(source: str) -> tuple[str, list[str]]:
             found.append(f"{what}: {stripped[:40]!r}")
         lines.append(line)
     try:
-        return TransformerManager().transform_cell("\n".join(lines) + "\n"), found
+        return TransformerManager().transform_cell("\n".join(lines) + "\n"), tuple(found)
     except Exception:  # noqa: BLE001 - IPython refuses it: the kernel will report the syntax error
-        return source, found
+        return source, tuple(found)
 
 
 def _sys_uses(tree: ast.AST) -> list[str]:

@@ -25,7 +25,7 @@ import nbformat
 import needs
 import oracles
 from flags import escape_hatches, to_python
-from rewiring import bindings_after
+from rewiring import bindings_after, parses
 from sandbox import Sandbox
 from trusted import INTEGRITY_BASELINE, GradingKernel, TestRun, prelude_of
 from warm import WarmKernels, setup_source
@@ -246,7 +246,9 @@ def plan(release: nbformat.NotebookNode, cells: list[dict], notices: list[str]) 
         nonlocal names
         if step.student:
             step.flags = escape_hatches(step.source, names)
-        names = bindings_after(to_python(step.source)[0], names)
+        # the release's own cells are plain Python but for a rare magic: IPython's transforms only when needed
+        python = step.source if not step.student and parses(step.source) else to_python(step.source)[0]
+        names = bindings_after(python, names)
         steps.append(step)
 
     def add_extras(after: int) -> None:

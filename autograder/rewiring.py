@@ -2,6 +2,8 @@
 which answer cells reach the libraries and the checks. :mod:`flags` uses it; it imports nothing of nbgrader,
 so the grader starts without it."""
 
+import functools
+
 # Names under which answer cells reach the libraries and the checks. Rebinding one of these names, writing
 # to an attribute reached through one (``torch.allclose = ...``, ``checks.assert_close = ...``), or calling
 # setattr/delattr on one rewires what the tests compute with.
@@ -182,23 +184,44 @@ def _resolve(node, names: Imported) -> str | None:
     return None
 
 
-def _local_names(func) -> set[str]:
-    """The names a function (or lambda, or class body) binds itself: its parameters and what it assigns."""
+def _scope_nodes(body: list):
+    """Every node of ``body`` that belongs to its own scope: nested functions, classes and lambdas contribute their
+    name (and decorators, defaults, bases) but not their bodies."""
     import ast
 
-    args = func.args if hasattr(func, "args") and isinstance(func.args, ast.arguments) else None
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            todo += node.decorator_list + node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+        elif isinstance(node, ast.ClassDef):
+            todo += node.decorator_list + node.bases + [k.value for k in node.keywords]
+        elif isinstance(node, ast.Lambda):
+            todo += node.args.defaults
+        else:
+            todo += ast.iter_child_nodes(node)
+
+
+def _local_names(func) -> set[str]:
+    """The names a function or class body binds itself: its parameters and what it assigns or imports."""
+    import ast
+
+    args = func.args if isinstance(getattr(func, "args", None), ast.arguments) else None
     found = set()
     if args is not None:
         found |= {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
         found |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
     declared_global = set()
-    for node in ast.walk(func):
+    for node in _scope_nodes(func.body):
         if isinstance(node, ast.Global | ast.Nonlocal):
             declared_global |= set(node.names)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             found.add(node.id)
         elif isinstance(node, ast.alias):
             found.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
     return found - declared_global
 
 
@@ -274,7 +297,11 @@ class _Patches:
         attribute, a global module hook."""
         import ast
 
-        for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        for call in ast.walk(node):
+            if isinstance(call, ast.NamedExpr):  # `(m := torch).x = …`: m now stands for torch
+                self.bind(call.target, call.value)
+            if not isinstance(call, ast.Call):
+                continue
             func = call.func
             if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and call.args:
                 what = _resolve(call.args[0], self.names)
@@ -301,6 +328,7 @@ class _Patches:
         elif isinstance(stmt, ast.Assign):
             self.expression(stmt.value)
             for target in stmt.targets:
+                self.expression(target)
                 self.written(target)
             for target in stmt.targets:
                 self.bind(target, stmt.value)
@@ -320,7 +348,8 @@ class _Patches:
             if isinstance(stmt, ast.ClassDef):
                 for base in stmt.bases + [k.value for k in stmt.keywords]:
                     self.expression(base)
-            inner = _Patches({k: v for k, v in self.names.items() if k not in _local_names(stmt)})
+            local = _local_names(stmt)
+            inner = _Patches({k: v for k, v in self.names.items() if k not in local})
             inner.block(stmt.body)
             self.found += inner.found
             self.names.pop(stmt.name, None)
@@ -357,13 +386,11 @@ class _Patches:
                 self.block(case.body)
         else:
             self.expression(stmt)
-        # `(m := torch).x = …` and walruses anywhere in the statement
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.NamedExpr) and not isinstance(stmt, ast.FunctionDef | ast.ClassDef):
-                self.bind(node.target, node.value)
 
 
+@functools.lru_cache(maxsize=4096)
 def _tree(source: str):
+    """``source`` parsed (cached: every submission of a chapter has the same release cells; never mutated)."""
     import ast
 
     try:
@@ -372,23 +399,28 @@ def _tree(source: str):
         return None
 
 
+def parses(source: str) -> bool:
+    """Whether ``source`` is Python as it stands (no magics, no syntax error)."""
+    return _tree(source) is not None
+
+
+@functools.lru_cache(maxsize=8192)
+def _read(source: str, names: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    tree = _tree(source)
+    if tree is None:
+        return (), names
+    reader = _Patches(dict(names))
+    reader.block(tree.body)
+    return tuple(sorted(dict.fromkeys(reader.found))), tuple(sorted(reader.names.items()))
+
+
 def patches(source: str, names: Imported) -> list[str]:
     """Writes into an imported module, class or function in ``source`` (Python, magics already turned into it):
     ``gan.toy_gan = …``, ``setattr(t5, …)``, ``type(x).forward = …``, ``checks._ORIGINALS.clear()``, whatever the
     module. ``names``: what the names the source starts with stand for (the cells run before it)."""
-    tree = _tree(source)
-    if tree is None:
-        return []
-    reader = _Patches(names)
-    reader.block(tree.body)
-    return sorted(dict.fromkeys(reader.found))
+    return list(_read(source, tuple(sorted(names.items())))[0])
 
 
 def bindings_after(source: str, names: Imported) -> Imported:
     """``names`` updated by what ``source``'s top level binds (imports and aliases added, other bindings removed)."""
-    tree = _tree(source)
-    if tree is None:
-        return dict(names)
-    reader = _Patches(names)
-    reader.block(tree.body)
-    return reader.names
+    return dict(_read(source, tuple(sorted(names.items())))[1])

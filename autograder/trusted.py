@@ -150,6 +150,8 @@ class GradingKernel:
         self.starts = 0
         self.peak_mb = 0.0  # the largest memory high-water mark of the kernel's processes, over its restarts
         self.setup_run: tuple[str, CellRun] | None = None  # the set-up cell a warm kernel ran ahead (warm.py)
+        # whether a cell ran in the kernel since it was last asked what was replaced (a test asks again only then)
+        self.unchecked = True
 
     # lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -297,6 +299,7 @@ class GradingKernel:
         in the kernel's history or execution count (the grader's own set-up work)."""
         if not self.alive() or self.client is None:
             return CellRun(status="died")
+        self.unchecked = True
         try:
             msg_id = self.client.execute(source, silent=silent, store_history=not silent, allow_stdin=False,
                                          stop_on_error=False)
@@ -358,7 +361,8 @@ class GradingKernel:
         refusal = guards.pushed(("dlcourse.checks.forbid", frozenset(refuse), why)) if refuse \
             else contextlib.nullcontext()
         try:
-            tampered += [str(t) for t in channel.request("integrity") or []]
+            if self.unchecked:  # a cell ran since the last test: what did it replace?
+                tampered += [str(t) for t in channel.request("integrity") or []]
             ns: dict[str, Any] = {"__name__": "__grading__", "__builtins__": builtins}
             exec(compile(prelude, "<set-up imports>", "exec"), ns)  # noqa: S102 - the release's own imports
             for name in free_names(source):
@@ -375,6 +379,7 @@ class GradingKernel:
                 with contextlib.redirect_stdout(out), refusal:
                     exec(compile(source, f"<{label}>", "exec"), ns)  # noqa: S102 - the course's own test code
             tampered += [str(t) for t in channel.request("integrity") or [] if str(t) not in tampered]
+            self.unchecked = False
             result = TestRun(True, stdout=out.getvalue())
             if tampered:
                 result = TestRun(False, "the course's helpers or torch were changed in the kernel after the set-up "

@@ -96,11 +96,31 @@ def _import(names: Iterable[str]) -> None:
                 continue
 
 
+def prepare() -> None:
+    """Record torch's and NumPy's namespaces ahead of time (the fork server does, before it forks a kernel: a fork
+    inherits the record, and :func:`baseline` then only confirms it)."""
+    _record([n for n in LIBRARIES if n in sys.modules])
+    _PREPARED["on"] = True
+
+
+_PREPARED = {"on": False}
+
+
 def baseline(modules: Iterable[str] = ()) -> None:
     """Record the current objects: call it after the set-up cell, before any of the student's code runs."""
     _import(modules)
-    _RECORDED.clear()
-    _MODULES.clear()
+    if not _PREPARED["on"]:
+        _RECORDED.clear()
+        _MODULES.clear()
+    for key, (owner, mapping, attr, before, code) in list(_RECORDED.items()):  # recorded ahead: as they are now
+        now = mapping.get(attr, _MISSING)
+        if now is _MISSING:
+            del _RECORDED[key]
+        elif now is not before or (code is not None and before.__code__ is not code):
+            _RECORDED[key] = (owner, mapping, attr, now, getattr(now, "__code__", None))
+    for name, module in list(_MODULES.items()):
+        if sys.modules.get(name) is not module:
+            del _MODULES[name]
     _record([n for n in list(sys.modules) if _tracked(n)])
 
 

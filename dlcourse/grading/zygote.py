@@ -282,6 +282,7 @@ def main() -> None:
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     for name in PRELOAD:
         importlib.import_module(name)
+    importlib.import_module("dlcourse.grading.integrity").prepare()  # every fork inherits torch's record
     threads = os.listdir("/proc/self/task")
     if len(threads) != 1:  # forking a threaded process copies one thread and whatever locks the others held
         raise SystemExit(f"the zygote has {len(threads)} threads after its imports: it cannot fork safely")
