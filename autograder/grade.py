@@ -362,8 +362,7 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
             result.notices.append("a cell the student added was not run: " + "; ".join(step.flags))
             result.flagged.setdefault(ADDED_CELLS, []).extend(step.flags)
     prelude = prelude_of(release.cells)
-    tested_modules = course_modules([prelude] + [hidden_source(s.source, source, s.grade_id)
-                                                 for s in steps if s.kind == "test"])
+    tested_modules = course_modules([hidden_source(s.source, source, s.grade_id) for s in steps if s.kind == "test"])
     recorded = False  # whether the kernel has recorded the course's objects (before the student's first cell)
     graded = copy.deepcopy(release)
     spent = dict.fromkeys(("planning", "kernel start", "release cells", "student cells", "tests", "restarts"), 0.0)
@@ -484,13 +483,10 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
 
 
 def course_modules(sources: list[str]) -> set[str]:
-    """The course's dotted names that test code mentions (``dlcourse.gan.train.toy_gan``, ``from dlcourse.t5 import
-    train``): the kernel imports and records their modules before the student's code runs."""
-    found = set(re.findall(r"\bdlcourse(?:\.[A-Za-z_]\w*)+", "\n".join(sources)))
-    for text in sources:
-        found |= {f"{m}.{n}" for m, names in re.findall(r"from\s+(dlcourse(?:\.\w+)*)\s+import\s+([\w, ]+)", text)
-                  for n in (x.strip().split(" ")[0] for x in names.split(",")) if n}
-    return found
+    """The course's factories that test code builds in the kernel (``checks.build_in_kernel("dlcourse.gan.train.
+    toy_gan", …)``): the kernel imports their modules, which it would at the test anyway, and records them before
+    the student's code runs. Other modules are recorded when the kernel first has them."""
+    return set(re.findall(r"build_in_kernel\(\s*[\"'](dlcourse(?:\.[A-Za-z_]\w*)+)[\"']", "\n".join(sources)))
 
 
 _REFUSED = re.compile(r"(?:called|operator) `(?:aten\.)?([\w.]+)`")
