@@ -22,7 +22,7 @@ ARGS   ?=
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(min(8, (os.cpu_count() or 1) + 1))')
 
 
-.PHONY: instructor-only help setup lab lecture formgrader validate test test-fast check lint release autograde feedback grades bundle gradescope hub hub-release hub-collect hub-feedback bench checkpoints clean-grading html
+.PHONY: instructor-only help setup lab lecture formgrader validate test test-fast check lint release autograde feedback grades zip-collect bundle gradescope hub hub-release hub-collect hub-feedback bench checkpoints clean-grading html
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -114,11 +114,15 @@ autograde: instructor-only setup ## grade submissions under autograder/submitted
 	$(PIPELINE) autograde $(if $(CH),--chapter $(CH)) $(if $(UNSAFE),--unsafe) $(if $(JOBS),--jobs $(JOBS)) \
 	  $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(FORCE),--force) $(if $(ALL_CELLS),--all-cells)
 
-feedback: instructor-only setup ## HTML feedback (hidden tests removed) under autograder/feedback/
-	$(PIPELINE) feedback
+feedback: instructor-only setup ## HTML feedback (hidden tests removed) under autograder/feedback/; lists the review items still open (STRICT=1: writes nothing while one is)
+	$(PIPELINE) feedback $(if $(STRICT),--strict)
 
-grades: instructor-only setup ## export grades to autograder/grades.csv and review.csv (FORMAT=canvas or moodle, CH="00_welcome 01_seq2seq_attention", MISSING=zero)
-	$(PIPELINE) grades $(if $(FORMAT),--format $(FORMAT)) $(foreach c,$(CH),--chapter $(c)) $(if $(MISSING),--missing $(MISSING))
+grades: instructor-only setup ## export grades to autograder/grades.csv and review.csv (FORMAT=canvas or moodle, CH="00_welcome 01_seq2seq_attention", MISSING=zero; STRICT=1: nothing while a review item is open)
+	$(PIPELINE) grades $(if $(FORMAT),--format $(FORMAT)) $(foreach c,$(CH),--chapter $(c)) $(if $(MISSING),--missing $(MISSING)) $(if $(STRICT),--strict)
+
+zip-collect: instructor-only setup ## file an LMS's bulk download under autograder/submitted/: put the zip (Canvas, Moodle or Blackboard) in autograder/downloaded/CH/archive/, then make zip-collect CH=00_welcome
+	@test -n "$(CH)" || { echo "say which chapter: make zip-collect CH=00_welcome"; exit 2; }
+	$(PIPELINE) zip-collect --chapter $(CH)
 
 hub: instructor-only setup ## a JupyterHub for the class on this machine: an account per roster id (ROSTER=autograder/roster.csv), the repository closed to students, nbgrader's exchange in HUB_ROOT (default /srv/dlcourse), INSTRUCTOR=instructor its admin; as root; HUB_IP=0.0.0.0 HUB_PORT=8000 SSL_CERT= SSL_KEY= for HTTPS
 	$(PY) autograder/hub.py start $(if $(ROSTER),--roster $(ROSTER)) $(if $(HUB_ROOT),--root $(HUB_ROOT)) \

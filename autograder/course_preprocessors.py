@@ -72,6 +72,7 @@ class LateNotice(NbGraderPreprocessor):
 
     results_dir = Unicode("", help="the grader's results JSON folder").tag(config=True)
     policy_file = Unicode("", help="the late policy (policy.toml)").tag(config=True)
+    extensions_file = Unicode("", help="the extensions beside the roster (extensions.toml)").tag(config=True)
 
     def preprocess(self, nb, resources):
         import json
@@ -92,6 +93,8 @@ class LateNotice(NbGraderPreprocessor):
         if submitted is not None and submitted.tzinfo is None:
             submitted = submitted.replace(tzinfo=UTC)
         rules = policy.load(Path(self.policy_file)) if self.policy_file else policy.Policy()
+        if self.extensions_file:
+            policy.load_extensions(Path(self.extensions_file), rules)
         score, max_score = float(info.get("score", 0.0)), float(info.get("max_score", 0.0))
         late = rules.assess(student, chapter, submitted, score, max_score)
         if submitted is not None or late.deadline is not None:

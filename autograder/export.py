@@ -27,6 +27,9 @@ MISSING = ("blank", "zero")
 REVIEW_COLUMNS = ["student", "chapter", "exercise", "status", "manual_score", "reason", "note"]
 WHOLE = "(whole submission)"  # a review item about the whole submission rather than one exercise
 NOT_GRADED = "not graded"
+DAMAGED = "damaged file"
+LOST_ANSWER = ("the submitted file was damaged and this answer was not among the cells recovered: the empty stub "
+               "was run")  # grade.LOST_ANSWER (this module does not import the grader)
 
 
 @dataclass
@@ -104,7 +107,15 @@ def _status(table: Table) -> None:
         key = (row["student"], row["chapter"], row["exercise"])
         if row["exercise"] == WHOLE:
             hand = any(k[:2] == key[:2] and s["manual"] is not None for k, s in table.hand.items())
-            if row["reason"].startswith(NOT_GRADED):
+            lost = [ex for ex in row.pop("lost", "").split(",") if ex]
+            if row["reason"].startswith(DAMAGED) and lost:
+                done = all((state := table.hand.get((*key[:2], ex))) is not None and not state["open"]
+                           and state["manual"] is not None for ex in lost)
+                row.update(status="resolved" if done else "open", manual_score="",
+                           note=(f"every lost answer was graded by hand; {NOT_RECORDED}" if done else
+                                 "open the autograded notebook, then grade the lost answers by hand in formgrader "
+                                 "(or ask the student for the file)"))
+            elif row["reason"].startswith(NOT_GRADED):
                 row.update(status="open", manual_score="", note="run make autograde again once the cause is fixed")
             elif hand:
                 row.update(status="resolved", manual_score="",
@@ -139,6 +150,19 @@ def _reasons(table: Table, results: Path | None) -> None:
         for source in ("flagged", "review"):
             for exercise, reasons in (data.get(source) or {}).items():
                 flagged.setdefault(exercise, []).extend(reasons)
+        notices = list(data.get("notices", []))
+        if data.get("damaged"):  # one row says it all: what was wrong with the file, and the answers it lost
+            lost = [ex for ex, reasons in flagged.items() if reasons and all(r == LOST_ANSWER for r in reasons)]
+            for exercise in lost:
+                del flagged[exercise]
+            table.review[:] = [r for r in table.review
+                               if (r["student"], r["chapter"]) != (who["student"], who["chapter"]) or
+                               r["exercise"] not in lost]
+            table.review.append({**who, "exercise": WHOLE, "reason": f"{DAMAGED}: {data['damaged']}" + (
+                f"; answers not recovered: {', '.join(lost)}" if lost else ""), "lost": ",".join(lost)})
+            notices = [n for n in notices if not (n.startswith(("the notebook is not valid JSON",
+                                                                "the file is not valid UTF-8"))
+                                                  or ("is missing; the empty stub was run" in n))]
         for exercise, reasons in flagged.items():
             row = next((r for r in table.review if r == {**who, "exercise": exercise, "reason": r["reason"]}), None)
             if row is None:
@@ -146,7 +170,7 @@ def _reasons(table: Table, results: Path | None) -> None:
             row["reason"] = "; ".join(dict.fromkeys(reasons))
         if data.get("error"):
             table.review.append({**who, "exercise": WHOLE, "reason": f"{NOT_GRADED}: {data['error']}"})
-        for notice in data.get("notices", []):  # what was recovered may have lost work: a person looks
+        for notice in notices:  # what was recovered may have lost work: a person looks
             table.review.append({**who, "exercise": WHOLE, "reason": f"recovered: {notice}"})
 
 

@@ -66,6 +66,7 @@ class GradeResult:
     timings: dict[str, float] = field(default_factory=dict)
     skipped_cells: int = 0  # release cells not run: nothing graded needs them (:mod:`needs`)
     error: str = ""  # set when the submission could not be graded at all
+    damaged: str = ""  # what was wrong with the file itself (not valid JSON or UTF-8), when it was damaged
 
     @property
     def score(self) -> float:
@@ -84,7 +85,7 @@ class GradeResult:
     def from_json(cls, data: dict) -> GradeResult:
         """The inverse of :meth:`to_json` (extra keys, such as a fingerprint, are ignored)."""
         keys = ("student", "chapter", "flagged", "notices", "restarts", "seconds", "kernel_peak_mb", "timings",
-                "skipped_cells", "error")
+                "skipped_cells", "error", "damaged")
         known = {k: data[k] for k in keys if k in data}
         return cls(tests=[TestScore(**t) for t in data.get("tests", [])], **known)
 
@@ -110,6 +111,17 @@ def _source(cell: Any) -> str:
     if isinstance(src, list):
         src = "".join(s for s in src if isinstance(s, str))
     return clean_text(src) if isinstance(src, str) else ""
+
+
+DAMAGE = ("the notebook is not valid JSON", "the file is not valid UTF-8")  # notices that the file was damaged
+MISSING_ANSWER = re.compile(r"^the answer cell '(?P<gid>[^']+)' is missing; the empty stub was run$")
+LOST_ANSWER = ("the submitted file was damaged and this answer was not among the cells recovered: the empty stub "
+               "was run")
+
+
+def lost_answers(notices: list[str]) -> list[str]:
+    """The exercises whose answer cell a submission lacked (from :func:`plan`'s notices)."""
+    return [exercise_of(m["gid"]) for n in notices if (m := MISSING_ANSWER.match(n))]
 
 
 def read_submission(path: Path) -> tuple[list[dict], list[str]]:
@@ -349,7 +361,11 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     result = GradeResult(student, chapter or release_path.parent.name)
     cells, notices = read_submission(submission_path)
     result.notices += notices
+    result.damaged = "; ".join(n for n in notices if n.startswith(DAMAGE))
     steps = plan(release, cells, result.notices)
+    if result.damaged:  # what the file lost goes to a person, exercise by exercise, and the student is told
+        for exercise in lost_answers(result.notices):
+            result.flagged.setdefault(exercise, []).append(LOST_ANSWER)
     if not all_cells:
         result.skipped_cells = mark_skipped(steps, release, source)
     declared = oracles.for_chapter(result.chapter) if declarations is None else declarations
@@ -362,9 +378,15 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
             result.notices.append("a cell the student added was not run: " + "; ".join(step.flags))
             result.flagged.setdefault(ADDED_CELLS, []).extend(step.flags)
     prelude = prelude_of(release.cells)
+    graded = copy.deepcopy(release)
+    if result.damaged:
+        lost = lost_answers(result.notices)
+        graded.metadata.setdefault("dlcourse", {})["damaged"] = (
+            f"This submission was damaged: {result.damaged}." + (
+                f" The answers to {', '.join(lost)} were not in what could be recovered: the empty stubs were run, "
+                "and these exercises wait for your instructor." if lost else ""))
     tested_modules = course_modules([hidden_source(s.source, source, s.grade_id) for s in steps if s.kind == "test"])
     recorded = False  # whether the kernel has recorded the course's objects (before the student's first cell)
-    graded = copy.deepcopy(release)
     spent = dict.fromkeys(("planning", "kernel start", "release cells", "student cells", "tests", "restarts"), 0.0)
     spent["planning"] = time.monotonic() - start
     clock = time.monotonic()

@@ -242,6 +242,9 @@ def hub_command(root: Path, people: dict[str, dict[str, str]], instructor: str, 
 
 def start(roster_file: Path, root: Path, instructor: str, ip: str, port: int,
           tls: tuple[Path, Path] | None = None) -> int:
+    if not roster_file.is_file():  # a mistyped ROSTER= is not "no students"
+        raise HubError(f"no roster at {roster_file}: name the class's roster.csv with ROSTER= (the hub makes an "
+                       "account for each of its ids; see autograder/roster.example.csv)")
     why = unavailable()
     if why:
         raise HubError(why)

@@ -13,6 +13,7 @@ sys.path.insert(0, str(HERE))
 
 import one_grader  # noqa: E402
 from course_preprocessors import ExerciseNames, LateNotice, MarkSkippable, RemoveModelAnswers, ResultsOnly  # noqa: E402
+from lms_names import LMSFileNames  # noqa: E402
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.converters import GenerateAssignment  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
@@ -35,6 +36,12 @@ c.CourseDirectory.autograded_directory = str(GRADING / "autograded")
 c.CourseDirectory.feedback_directory = str(GRADING / "feedback")
 c.CourseDirectory.db_url = os.environ.get("DLCOURSE_GRADEBOOK", f"sqlite:///{GRADING / 'gradebook.db'}")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.egg-info", ".DS_Store"]
+# `make zip-collect CH=…` (nbgrader zip_collect): an LMS's bulk download goes in <grading folder>/downloaded/<CH>/
+# archive/, is extracted beside it and filed under submitted/, all inside the grading folder (never the
+# repository); lms_names.py reads Canvas's, Moodle's and Blackboard's file names and matches them to the roster.
+c.ZipCollectApp.collect_directory_structure = str(GRADING / "downloaded" / "{assignment_id}" / "{collect_step}")
+c.ZipCollectApp.collector_plugin = LMSFileNames
+c.FileNameCollectorPlugin.valid_ext = [".ipynb"]
 # nbgrader's folder exchange of `make hub` (hub.py sets DLCOURSE_EXCHANGE to <HUB_ROOT>/exchange).
 c.Exchange.root = os.environ.get("DLCOURSE_EXCHANGE", "/srv/dlcourse/exchange")
 
@@ -65,3 +72,4 @@ c.GenerateFeedback.preprocessors = [GetGrades, ResultsOnly, ClearHiddenTests, Ex
 c.GenerateFeedback.HTMLExporter.template_file = str(HERE / "templates" / "dlcourse_feedback.html.j2")
 c.LateNotice.results_dir = str(GRADING / "results")
 c.LateNotice.policy_file = os.environ.get("DLCOURSE_POLICY", str(HERE / "policy.toml"))
+c.LateNotice.extensions_file = str(GRADING / "extensions.toml")

@@ -46,8 +46,10 @@ AUTOGRADED = GRADING / "autograded"
 FEEDBACK = GRADING / "feedback"
 GRADES_CSV = GRADING / "grades.csv"
 RESULTS = GRADING / "results"
-# The class roster (personal data: beside the gradebook, never committed) and the late policy (committed).
+# The class roster and the extensions (personal data: beside the gradebook, never committed) and the late policy
+# (committed).
 ROSTER = GRADING / "roster.csv"
+EXTENSIONS = GRADING / "extensions.toml"
 POLICY = Path(os.environ.get("DLCOURSE_POLICY", str(HERE / "policy.toml"))).resolve()
 KERNEL_NAME = "dlcourse"
 
@@ -724,13 +726,68 @@ def load_roster() -> dict[str, dict[str, str]]:
 
 
 def load_policy():
-    """The late policy (policy.Policy); a malformed one is a :class:`PipelineError`."""
+    """The late policy (policy.Policy) with the extensions beside the roster; a missing or malformed file is a
+    :class:`PipelineError` that names it (a mistyped DLCOURSE_POLICY must not drop every late penalty quietly)."""
     import policy
 
+    if not POLICY.is_file():
+        how = "DLCOURSE_POLICY names" if os.environ.get("DLCOURSE_POLICY") else "the course's policy is"
+        raise PipelineError(f"no late policy at {POLICY} ({how} a file that is not there): correct the path, or "
+                            "copy autograder/policy.toml there")
     try:
-        return policy.load(POLICY, chapters())
+        return policy.load_all(POLICY, EXTENSIONS, chapters())
     except policy.PolicyError as err:
         raise PipelineError(str(err)) from None
+
+
+def policy_lines(rules) -> list[str]:
+    """What ``make grades`` says of the policy it applied: the file, each deadline, the extensions and where they
+    came from."""
+    due = [f"{ch} due {when.astimezone(rules.timezone):%Y-%m-%d %H:%M} {rules.timezone}"
+           for ch, when in sorted(rules.deadlines.items())]
+    lines = [f"late policy: {POLICY}: " + ("; ".join(due) if due else "no deadlines, so nothing is late")]
+    beside = len(rules.extensions) - rules.named_here
+    if beside:
+        lines.append(f"{beside} extension(s) from {EXTENSIONS}")
+    if rules.named_here:
+        lines.append(f"warning: {POLICY} names students ({rules.named_here} extension(s)), and it is committed: "
+                     f"move them to {EXTENSIONS}, which git ignores")
+    return lines
+
+
+def open_review(table) -> list[dict[str, str]]:
+    """The review list's items that still wait for a person."""
+    return [row for row in table.review if row.get("status") == "open"]
+
+
+def review_lines(rows: list[dict[str, str]], shown: int = 20) -> list[str]:
+    """What an instructor reads about open review items before exporting or sending feedback."""
+    if not rows:
+        return ["no review item is open"]
+    lines = [f"{len(rows)} review item(s) still open (review.csv lists them; grade them in formgrader, "
+             "make formgrader):"]
+    for row in sorted(rows, key=lambda r: (r["student"], r["chapter"], r["exercise"]))[:shown]:
+        reason = row.get("reason", "")
+        lines.append(f"  {row['student']} {row['chapter']} {row['exercise']}: "
+                     f"{reason[:110] + '…' if len(reason) > 110 else reason}")
+    if len(rows) > shown:
+        lines.append(f"  … and {len(rows) - shown} more")
+    return lines
+
+
+def _refuse_while_open(rows: list[dict[str, str]], what: str) -> None:
+    if rows:
+        raise PipelineError(f"{len(rows)} review item(s) are open, so {what} (--strict, STRICT=1): grade them in "
+                            f"formgrader first; {GRADING / 'review.csv'} lists them (make grades)")
+
+
+def _graded_here() -> None:
+    """A :class:`PipelineError` when this grading folder holds no gradebook: nothing was autograded there."""
+    db_url = gradebook_url()
+    if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists():
+        where = " (DLCOURSE_GRADING_DIR)" if os.environ.get("DLCOURSE_GRADING_DIR") else ""
+        raise PipelineError(f"nothing was autograded in {GRADING}{where}: there is no gradebook; run make "
+                            "autograde first")
 
 
 def sync_roster(people: dict[str, dict[str, str]]) -> list[str]:
@@ -777,30 +834,53 @@ def note_time(gb, student: str, chapter: str, fields: dict[str, str]) -> None:
             gb.db.commit()
 
 
-def feedback() -> None:
+def feedback(strict: bool = False, notes: list[str] | None = None) -> int:
     """HTML feedback for every autograded submission, hidden tests removed, exercises named, and a line on
-    the submission time against the late policy."""
+    the submission time against the late policy. What is still open for review goes to ``notes``; ``strict``
+    refuses to write anything while an item is open. Returns how many submissions have feedback."""
+    import export
+
     load_policy()  # a malformed policy.toml: one clear error here rather than one per notebook from nbgrader
+    if not AUTOGRADED.is_dir():
+        where = " (DLCOURSE_GRADING_DIR)" if os.environ.get("DLCOURSE_GRADING_DIR") else ""
+        raise PipelineError(f"nothing was autograded in {GRADING}{where}: no autograded/ folder; run make "
+                            "autograde first")
+    _graded_here()
+    opened = open_review(export.read(gradebook_url(), RESULTS))
+    if strict:
+        _refuse_while_open(opened, "no feedback was written")
     for ch in chapters():
         if any((AUTOGRADED / sid / ch).exists() for sid, _ in submissions(chapter=ch)):
             nbgrader("generate_feedback", ch, "--force")
+    if notes is not None:
+        notes += review_lines(opened)
+    return len(list(FEEDBACK.glob("*/*/*.html"))) if FEEDBACK.is_dir() else 0
 
 
 def grades(fmt: str = "csv", out: Path | None = None, only: list[str] | None = None, missing: str = "blank",
-           notes: list[str] | None = None) -> list[Path]:
+           notes: list[str] | None = None, strict: bool = False) -> list[Path]:
     """Export the gradebook: per-exercise columns, days late and totals after the late penalty (``csv``), or
     Canvas's or Moodle's import file; ``review.csv`` beside it lists what needs a person. ``only``: the
     chapters to export (default: those with a submission); ``missing``: a chapter not handed in is ``blank``
     or ``zero``. What an instructor should know (students not on the roster, late submissions) is appended to
-    ``notes``. Returns the files written."""
+    ``notes``, with the policy applied and the review items still open; ``strict`` refuses to write anything
+    while an item is open. Returns the files written."""
     import export
 
-    people, rules = load_roster(), load_policy()
+    for chapter in only or []:
+        chapters(chapter)  # a mistyped chapter: one line naming the chapters there are
+    rules = load_policy()
+    _graded_here()
+    people = load_roster()
     sync_gradebook(only if only else {ch for _, ch in submissions()} | recorded_chapters())
     sync_roster(people)
     out = out or (GRADES_CSV if fmt == "csv" else GRADING / f"grades-{fmt}.csv")
     table = export.read(gradebook_url(), RESULTS)
     notes = [] if notes is None else notes
+    notes += policy_lines(rules)
+    opened = open_review(table)
+    if strict:
+        _refuse_while_open(opened, "nothing was exported")
     if people:
         outsiders = export.merge_roster(table, people)
         if outsiders:
@@ -822,7 +902,23 @@ def grades(fmt: str = "csv", out: Path | None = None, only: list[str] | None = N
                              f"({got.raw:g} -> {got.final:g}); time from {source or 'the results JSON'}")
     if not chosen:
         notes.append("no chapter has a submission: name some with --chapter")
+    notes += review_lines(opened)
     return written
+
+
+def zip_collect(chapter: str) -> list[str]:
+    """An LMS's bulk download of ``chapter`` (zip files or notebooks in ``<grading folder>/downloaded/<chapter>/
+    archive/``) extracted and filed under ``submitted/<student>/<chapter>/`` by nbgrader's zip_collect with the
+    course's reader of Canvas, Moodle and Blackboard file names (lms_names.py). Returns the students filed."""
+    chapters(chapter)
+    archive = GRADING / "downloaded" / chapter / "archive"
+    if not archive.is_dir() or not any(archive.iterdir()):
+        raise PipelineError(f"nothing to collect: put the LMS's download (its zip file) in {archive}/")
+    done = nbgrader("zip_collect", chapter, "--force")
+    skipped = [ln.split("skipped: ", 1)[1] for ln in (done.stdout + done.stderr).splitlines() if "skipped: " in ln]
+    for name in skipped:
+        print(f"not a Canvas, Moodle or Blackboard file name, skipped: {name}")
+    return [sid for sid, ch in submissions(chapter=chapter)]
 
 
 def bundle(out: Path | None = None) -> Path:
@@ -845,7 +941,24 @@ def bundle(out: Path | None = None) -> Path:
 # ----------------------------------------------------------------------------------------------- main
 
 
+def _number_from_env(name: str, kind: type, what: str) -> str | None:
+    """The error line for an environment setting that is not a positive number (None when it is fine)."""
+    value = os.environ.get(name)
+    if not value:
+        return None
+    try:
+        if kind(value) > 0:
+            return None
+    except ValueError:
+        pass
+    return f"{name}={value!r} is not {what}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    bad = _number_from_env("DLCOURSE_CELL_TIMEOUT", float, "a number of seconds per cell")
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(prog="pipeline.py", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("release", help="generate course/ from solutions/")
@@ -858,7 +971,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds per cell")
     p.add_argument("--submission-timeout", type=float, default=1800, help="seconds per submission")
     p.add_argument("--unsafe", action="store_true", help="grade without the sandbox (only where it cannot be had)")
-    p.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS") or os.cpu_count() or 1),
+    p.add_argument("--jobs", default=os.environ.get("JOBS") or str(os.cpu_count() or 1),
                    help="submissions graded at a time on this machine (default: the number of cores)")
     p.add_argument("--scheduler", default=os.environ.get("SCHEDULER") or None,
                    help="grade on this Dask cluster instead (e.g. tcp://host:8786)")
@@ -866,14 +979,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--all-cells", action="store_true", default=bool(os.environ.get("ALL_CELLS")),
                    help="run every cell of the release, demos included (their outputs then appear in the "
                         "autograded notebooks; slower); grades everything again")
-    sub.add_parser("feedback", help="HTML feedback under autograder/feedback/")
+    p = sub.add_parser("feedback", help="HTML feedback under autograder/feedback/")
+    p.add_argument("--strict", action="store_true", default=bool(os.environ.get("STRICT")),
+                   help="write nothing while a review item is open")
     p = sub.add_parser("grades", help="export grades to autograder/grades.csv (or grades-canvas/-moodle.csv)")
+    p.add_argument("--strict", action="store_true", default=bool(os.environ.get("STRICT")),
+                   help="export nothing while a review item is open")
     p.add_argument("--format", default=os.environ.get("FORMAT") or "csv", choices=("csv", "canvas", "moodle"))
     p.add_argument("--chapter", action="append", dest="chapters", metavar="CH",
                    help="a chapter to export (repeat it for several; default: every chapter with a submission)")
     p.add_argument("--missing", default=os.environ.get("MISSING") or "blank", choices=("blank", "zero"),
                    help="a chapter a student did not hand in: left blank (default) or 0")
     sub.add_parser("bundle", help="dist/dlcourse-student.zip")
+    p = sub.add_parser("zip-collect", help="file an LMS's bulk download under submitted/")
+    p.add_argument("--chapter", required=True)
     args = parser.parse_args(argv)
     try:
         if args.command == "release":
@@ -888,6 +1007,13 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"notebooks ok: {len(chapters())} chapter(s), course/ matches solutions/")
         elif args.command == "autograde":
+            if not (args.jobs.isdigit() and int(args.jobs) > 0):
+                raise PipelineError(f"JOBS={args.jobs!r} is not a number of submissions to grade at a time (a "
+                                    "whole number, 1 or more)")
+            args.jobs = int(args.jobs)
+            if args.chapter:
+                chapters(args.chapter)  # a mistyped chapter: one line naming the chapters there are
+            GRADING.mkdir(parents=True, exist_ok=True)  # a grading folder named for the first time
             results, skipped = autograde(args.student, args.chapter, args.timeout, args.submission_timeout,
                                          args.unsafe, args.jobs, args.scheduler, args.force,
                                          all_cells=args.all_cells)
@@ -922,14 +1048,22 @@ def main(argv: list[str] | None = None) -> int:
                   f"results in {RESULTS}")
             return 1 if failed else 0
         elif args.command == "feedback":
-            feedback()
-            print(f"feedback written under {FEEDBACK}/")
-        elif args.command == "grades":
             notes: list[str] = []
-            written = grades(args.format, only=args.chapters, missing=args.missing, notes=notes)
+            written = feedback(args.strict, notes)
             for line in notes:
                 print(line)
-            print("written: " + ", ".join(str(p) for p in written))
+            print(f"feedback written for {written} submission(s) under {FEEDBACK}/" if written else
+                  "no feedback written: no autograded submission has a notebook to return")
+        elif args.command == "grades":
+            notes = []
+            written = grades(args.format, only=args.chapters, missing=args.missing, notes=notes, strict=args.strict)
+            for line in notes:
+                print(line)
+            print("written: " + ", ".join(str(p) for p in written if p.exists()))
+        elif args.command == "zip-collect":
+            filed = zip_collect(args.chapter)
+            print(f"{len(filed)} submission(s) of {args.chapter} under {SUBMITTED}/ ({', '.join(filed)}); "
+                  f"next: make autograde CH={args.chapter}")
         elif args.command == "bundle":
             print(f"student bundle: {bundle().relative_to(ROOT)}")
     except PipelineError as err:

@@ -137,6 +137,7 @@ class Policy:
     rules: dict[str, Rule] = field(default_factory=dict)  # chapter -> its rule, when it has its own
     canvas_ids: dict[str, str] = field(default_factory=dict)  # chapter -> Canvas assignment id
     extensions: dict[tuple[str, str], datetime | timedelta] = field(default_factory=dict)
+    named_here: int = 0  # extensions written in this file (policy.toml is committed: they belong beside the roster)
 
     def rule_for(self, chapter: str) -> Rule:
         return self.rules.get(chapter, self.rule)
@@ -198,7 +199,13 @@ def parse(data: dict, chapters: list[str] | None = None, where: str = "policy.to
             policy.rules[chapter] = _rule(table, policy.rule, at, CHAPTER_KEYS)
         elif set(table) - CHAPTER_KEYS:
             _rule(table, policy.rule, at, CHAPTER_KEYS)  # reports the unknown key
-    extensions = data.get("extensions", [])
+    _extensions(data.get("extensions", []), policy, chapters, where, tz)
+    policy.named_here = len(policy.extensions)
+    return policy
+
+
+def _extensions(extensions: object, policy: Policy, chapters: list[str] | None, where: str, tz: tzinfo) -> None:
+    """``[[extensions]]`` tables of ``where`` added to ``policy.extensions``."""
     if not isinstance(extensions, list):
         raise PolicyError(f"{where}: extensions must be written [[extensions]] (a list of tables)")
     for i, ext in enumerate(extensions, 1):
@@ -222,7 +229,32 @@ def parse(data: dict, chapters: list[str] | None = None, where: str = "policy.to
         else:
             amount = _number(ext[given[0]], f"{at} {given[0]}", minimum=0)
             policy.extensions[student, chapter] = timedelta(**{given[0]: amount})
-    return policy
+
+
+def load_extensions(path: Path, policy: Policy, chapters: list[str] | None = None) -> int:
+    """Add the ``[[extensions]]`` of ``path`` (``extensions.toml`` beside the roster: student ids stay out of the
+    repository) to ``policy``; a missing file adds none. Returns how many it added. Raises :class:`PolicyError`."""
+    if not path.exists():
+        return 0
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise PolicyError(f"{path}: not valid TOML: {err}") from None
+    unknown = set(data) - {"extensions"}
+    if unknown:
+        raise PolicyError(f"{path}: unknown setting {sorted(unknown)[0]!r} (this file holds [[extensions]] only; "
+                          "deadlines and rules are in policy.toml)")
+    before = len(policy.extensions)
+    _extensions(data.get("extensions", []), policy, chapters, str(path), policy.timezone)
+    return len(policy.extensions) - before
+
+
+def load_all(path: Path, extensions: Path | None, chapters: list[str] | None = None) -> Policy:
+    """:func:`load` of ``path`` with :func:`load_extensions` of ``extensions`` (when given)."""
+    found = load(path, chapters)
+    if extensions is not None:
+        load_extensions(extensions, found, chapters)
+    return found
 
 
 def _table(data: dict, key: str, where: str) -> dict:

@@ -337,8 +337,10 @@ def test_grades_command_end_to_end(tmp_path, monkeypatch, capsys):
     roster_csv = tmp_path / "roster.csv"
     shutil.copy(ROOT / "autograder" / "roster.example.csv", roster_csv)
     monkeypatch.setenv("DLCOURSE_GRADEBOOK", url)
+    (tmp_path / "policy.toml").write_text("")  # a policy without deadlines (a missing one is an error)
     for name, value in (("GRADING", tmp_path), ("RESULTS", tmp_path / "results"), ("ROSTER", roster_csv),
-                        ("GRADES_CSV", tmp_path / "grades.csv"), ("POLICY", tmp_path / "policy.toml")):
+                        ("GRADES_CSV", tmp_path / "grades.csv"), ("POLICY", tmp_path / "policy.toml"),
+                        ("EXTENSIONS", tmp_path / "extensions.toml")):
         monkeypatch.setattr(pipeline, name, value)
     monkeypatch.setattr(pipeline, "sync_gradebook", lambda names=None: [])  # the chapters are in the gradebook already
     assert pipeline.main(["grades", "--format", "canvas", "--missing", "zero"]) == 0

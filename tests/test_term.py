@@ -1,0 +1,216 @@
+"""A term as a new instructor meets it: every score true and no line that misleads.
+
+A class of chapter 00 — a right submission, one flagged for review, one cut off mid-cell (a damaged file) — is
+graded once in a temporary grading folder. The tests then check what the instructor is told at each step: the
+damaged file is a review item everywhere (the autograde line, formgrader's flag, the feedback, one row of
+review.csv); exports and feedback list what is still open and ``--strict`` refuses to export while anything is;
+every mistyped chapter, folder, number or file is one line and exit status 2; a policy file that is not there is
+an error that names it; LMS downloads are collected by ``make zip-collect``; extensions live beside the roster.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import ROOT
+from kernel import reference_answers
+from kernel import released_notebook as submission
+
+pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("term")]
+
+CHAPTER = "00_welcome"
+
+
+def _env(root: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ, DLCOURSE_GRADING_DIR=str(root), OMP_NUM_THREADS="1", **extra)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    for key in ("DLCOURSE_GRADEBOOK", "DLCOURSE_POLICY", "JOBS", "STRICT"):
+        if key not in extra:
+            env.pop(key, None)
+    return env
+
+
+def _run(root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "autograder" / "pipeline.py"), *args], env=_env(root, **extra),
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+
+
+def _save(root: Path, student: str, text: str) -> None:
+    folder = root / "submitted" / student / CHAPTER
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{CHAPTER}.ipynb").write_text(text)
+
+
+def _one_line_error(result: subprocess.CompletedProcess, *says: str) -> None:
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for text in says:
+        assert text in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory):
+    root = tmp_path_factory.mktemp("term")
+    good = reference_answers(CHAPTER)
+    _save(root, "alice", nbformat.writes(submission(CHAPTER, good)))
+    _save(root, "bob", nbformat.writes(submission(CHAPTER, dict(good, ce_answer=good["ce_answer"] + "\nexec('1')"))))
+    whole = nbformat.writes(submission(CHAPTER, good))
+    cut = whole.index('"ce_answer"')  # cut off in the middle of the second exercise's answer cell
+    _save(root, "carol", whole[:cut])
+    result = _run(root, "autograde", "--chapter", CHAPTER, JOBS="2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return root, result.stdout
+
+
+def test_a_damaged_notebook_is_a_review_item_on_the_autograde_line(term):
+    root, out = term
+    line = next(ln for ln in out.splitlines() if " carol " in f" {ln} ")
+    assert line.startswith("REVIEW"), out
+    assert "damaged" in out.split(line, 1)[1].split("\n", 2)[1], out
+    assert "3 graded, 0 failed, 2 flagged for review" in out, out
+
+
+def test_a_damaged_notebook_is_one_open_row_of_the_review_list(term):
+    root, _ = term
+    result = _run(root, "grades")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [r for r in csv.DictReader((root / "review.csv").open()) if r["student"] == "carol"]
+    assert len(rows) == 1 and rows[0]["status"] == "open", rows
+    assert rows[0]["reason"].startswith("damaged file") and "ce" in rows[0]["reason"], rows
+
+
+def test_formgrader_flags_the_damaged_notebook(term):
+    from nbgrader.api import Gradebook
+
+    root, _ = term
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        notebook = gb.find_submission_notebook(CHAPTER, CHAPTER, "carol")
+        assert notebook.flagged
+        missing = {g.name for g in notebook.grades if g.needs_manual_grade}
+        assert {"ce_visible", "ce_hidden"} <= missing, missing  # the answers the file lost wait for a person
+
+
+def test_grades_and_feedback_list_open_review_items_and_strict_refuses(term):
+    root, _ = term
+    result = _run(root, "grades")
+    assert result.returncode == 0
+    assert "2 review item(s) still open" in result.stdout, result.stdout
+    assert "bob" in result.stdout and "carol" in result.stdout
+    before = (root / "grades.csv").read_bytes()
+    result = _run(root, "grades", "--format", "canvas", "--strict")
+    _one_line_error(result, "2 review item(s) are open", "review.csv")
+    assert not (root / "grades-canvas.csv").exists() and (root / "grades.csv").read_bytes() == before
+    result = _run(root, "feedback", STRICT="1")
+    _one_line_error(result, "review item(s) are open")
+    assert not (root / "feedback").exists()
+
+
+def test_feedback_says_the_file_was_damaged_and_a_flag_shows_no_points(term):
+    root, _ = term
+    result = _run(root, "feedback")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "feedback written for 3 submission(s)" in result.stdout and "still open" in result.stdout, result.stdout
+    carol = (root / "feedback" / "carol" / CHAPTER / f"{CHAPTER}.html").read_text()
+    assert "damaged" in carol and "not valid JSON" in carol
+    bob = (root / "feedback" / "bob" / CHAPTER / f"{CHAPTER}.html").read_text()
+    assert "flagged for review" in bob
+    assert "Score: 1.0 / 1.0" not in bob.split("ce_visible")[-1].split("ce_hidden")[0]
+
+
+def test_every_written_line_follows_a_file_that_exists(tmp_path):
+    result = _run(tmp_path / "nowhere", "feedback")
+    _one_line_error(result, "nothing was autograded", str(tmp_path / "nowhere"))
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_bad_chapters_numbers_folders_and_files_are_one_line(tmp_path):
+    _one_line_error(_run(tmp_path, "autograde", "--chapter", "00_welcom"), "no chapter '00_welcom'")
+    _one_line_error(_run(tmp_path, "autograde", JOBS="abc"), "JOBS", "abc")
+    _one_line_error(_run(tmp_path, "grades", "--chapter", "00_welcom"), "no chapter '00_welcom'")
+    _one_line_error(_run(tmp_path / "new", "grades"), "nothing was autograded", str(tmp_path / "new"))
+    fresh = _run(tmp_path / "fresh", "autograde")  # the README's own example: a grading folder not made yet
+    assert fresh.returncode == 0 and "no submissions" in fresh.stdout and not fresh.stderr.strip(), fresh.stderr
+    _one_line_error(_run(tmp_path, "grades", DLCOURSE_POLICY=str(tmp_path / "polcy.toml")),
+                    "no late policy", str(tmp_path / "polcy.toml"))
+    hub = subprocess.run([sys.executable, str(ROOT / "autograder" / "hub.py"), "start", "--roster",
+                          str(tmp_path / "rooster.csv")], env=_env(tmp_path), capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    _one_line_error(hub, "no roster", str(tmp_path / "rooster.csv"))
+
+
+def test_grades_say_which_policy_and_deadlines_they_applied(term, tmp_path):
+    root, _ = term
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'timezone = "UTC"\n[late]\nper_day = 0.1\n[chapters.{CHAPTER}]\ndeadline = 2026-10-12T23:59:00\n')
+    result = _run(root, "grades", DLCOURSE_POLICY=str(policy))
+    assert result.returncode == 0, result.stderr
+    assert f"late policy: {policy}" in result.stdout and f"{CHAPTER} due 2026-10-12 23:59 UTC" in result.stdout
+    result = _run(root, "grades")
+    assert "late policy: " in result.stdout and "no deadlines" in result.stdout, result.stdout
+
+
+def test_extensions_live_beside_the_roster_not_in_the_committed_policy(term, tmp_path):
+    root, _ = term
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'[chapters.{CHAPTER}]\ndeadline = 2026-10-12T23:59:00\n')
+    (root / "extensions.toml").write_text(f'[[extensions]]\nstudent = "alice"\nchapter = "{CHAPTER}"\ndays = 3\n')
+    result = _run(root, "grades", DLCOURSE_POLICY=str(policy))
+    assert result.returncode == 0, result.stderr
+    assert "1 extension(s) from " + str(root / "extensions.toml") in result.stdout, result.stdout
+    policy.write_text(policy.read_text() + f'[[extensions]]\nstudent = "bob"\nchapter = "{CHAPTER}"\ndays = 1\n')
+    result = _run(root, "grades", DLCOURSE_POLICY=str(policy))
+    assert "names students" in result.stdout and "extensions.toml" in result.stdout, result.stdout
+    (root / "extensions.toml").unlink()
+    ignored = subprocess.run(["git", "check-ignore", "autograder/extensions.toml"], cwd=ROOT, capture_output=True)
+    assert ignored.returncode == 0, "autograder/extensions.toml is not ignored by git"
+
+
+# ------------------------------------------------------------------------------------------ LMS downloads
+
+PEOPLE = ("id,first_name,last_name,email,lms_id\nada,Ada,Lovelace,ada@example.edu,10001\n"
+          "alan,Alan,Turing,alan@example.edu,10002\n")
+DOWNLOADS = {
+    "canvas": ["lovelaceada_10001_55501_00_welcome.ipynb", "turingalan_LATE_10002_55502_00_welcome-1.ipynb"],
+    "moodle": ["Ada Lovelace_123456_assignsubmission_file_/00_welcome.ipynb",
+               "Alan Turing_123457_assignsubmission_file_/00_welcome.ipynb"],
+    "blackboard": ["00_welcome_ada_attempt_2026-10-12-22-01-00_00_welcome.ipynb",
+                   "00_welcome_alan_attempt_2026-10-13-09-30-00_00_welcome.ipynb"],
+}
+
+
+@pytest.mark.parametrize("lms", list(DOWNLOADS))
+def test_zip_collect_files_an_lms_download_under_the_grading_folder(lms, tmp_path):
+    (tmp_path / "roster.csv").write_text(PEOPLE)
+    archive = tmp_path / "downloaded" / CHAPTER / "archive"
+    archive.mkdir(parents=True)
+    notebook = nbformat.writes(submission(CHAPTER, reference_answers(CHAPTER)))
+    with zipfile.ZipFile(archive / "submissions.zip", "w") as zf:
+        for name in DOWNLOADS[lms]:
+            zf.writestr(name, notebook)
+    result = subprocess.run(["make", "zip-collect", f"CH={CHAPTER}"], cwd=ROOT, env=_env(tmp_path),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for student in ("ada", "alan"):
+        assert (tmp_path / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb").is_file(), result.stdout
+    if lms == "blackboard":
+        stamp = (tmp_path / "submitted" / "ada" / CHAPTER / "timestamp.txt").read_text()
+        assert stamp.startswith("2026-10-12 22:01:00"), stamp
+    assert not (ROOT / "autograder" / "downloaded").exists() and not (ROOT / "downloaded").exists()
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored=no"], cwd=ROOT, capture_output=True,
+                            text=True).stdout
+    assert "downloaded" not in status, status
+
+
+def test_a_result_json_of_a_damaged_file_names_it(term):
+    root, _ = term
+    data = json.loads((root / "results" / f"carol__{CHAPTER}.json").read_text())
+    assert data["damaged"].startswith("the notebook is not valid JSON"), data.get("damaged")
