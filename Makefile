@@ -27,6 +27,10 @@ TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(min(8, (os.cpu_count() or
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
+# `make setup` reports every check; the targets that run it first report only what they did or what is missing.
+QUIET_SETUP := $(if $(filter setup,$(MAKECMDGOALS)),,1)
+
+setup: export DLCOURSE_QUIET_SETUP := $(QUIET_SETUP)
 setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader extension, pretrained models
 	@$(PY) -m dlcourse.assets fetch
 	@test -f models/smollm2-135m-instruct/transformers/model.safetensors || $(PY) -m dlcourse.gpt.lm prepare
@@ -52,7 +56,7 @@ setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader exten
 	  { command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix .hub \
 	    configurable-http-proxy@5.3.0 >/dev/null 2>&1; } || \
 	  echo "no configurable-http-proxy (needs Node.js and npm): make hub will not start"
-	@echo "setup complete: run 'make test' to check everything, 'make lab' to start"
+	@[ -n "$(QUIET_SETUP)" ] || echo "setup complete: run 'make test' to check everything, 'make lab' to start"
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else "Python >= 3.11 is needed, this is " + sys.version.split()[0] + ": set PYTHON=python3.11 (or newer)")'
@@ -71,9 +75,10 @@ $(STAMP): requirements.txt pyproject.toml
 	@rm -f $(VENV)/etc/jupyter/jupyter_server_config.d/jupytext.json $(VENV)/etc/jupyter/jupyter_notebook_config.d/jupytext.json
 	@touch $(STAMP)
 
-lab: setup ## JupyterLab on course/ with the course kernel (ARGS="--port=8899 --no-browser" to jupyter lab)
+lab: setup ## JupyterLab on course/ with the course kernel, nbgrader's Validate button and none of its instructor tools (ARGS="--port=8899 --no-browser" to jupyter lab)
 	@$(if $(AS_ROOT),echo "WARNING: running as root: JupyterLab is started with --allow-root; its kernels can change anything on this machine")
-	$(BIN)/jupyter lab --notebook-dir=course $(AS_ROOT) \
+	JUPYTER_CONFIG_PATH="$(CURDIR)/deploy/lab$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	  $(BIN)/jupyter lab --notebook-dir=course $(AS_ROOT) \
 	  --ServerApp.jpserver_extensions='{"nbgrader.server_extensions.formgrader": False}' $(ARGS)
 
 lecture: instructor-only setup ## teach a chapter: JupyterLab on lecture/CH/, a copy of the chapter with every answer and slide metadata, never written back into solutions/; lecture mode: shipped results, a long demo runs when its RUN_LIVE switch is on (CH=04_gpt_decoding; PROJECTOR=1.6 enlarges figures and widgets)
@@ -87,6 +92,7 @@ lecture: instructor-only setup ## teach a chapter: JupyterLab on lecture/CH/, a 
 formgrader: instructor-only setup ## nbgrader's formgrader (manual grading, the gradebook) in JupyterLab started in autograder/
 	@$(if $(AS_ROOT),echo "WARNING: running as root: JupyterLab is started with --allow-root; its kernels can change anything on this machine")
 	@echo "formgrader: open Nbgrader > Formgrader in JupyterLab (or <server>/formgrader); grade what review.csv lists as open"
+	@echo "formgrader's scores are before any late penalty and its due dates are the policy's deadlines: make grades exports the totals after the penalty; its Generate button runs the course's release"
 	cd autograder && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(AS_ROOT) $(ARGS)
 
 validate: setup ## check a notebook before submitting: NB=course/07_gan/07_gan.ipynb (exit status 1 if a test fails)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -152,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         except (OfflineError, OSError, subprocess.TimeoutExpired) as err:
             print(f"the offline scripts of make html were not fetched: {err}", file=sys.stderr)
             return 1
-        print(f"offline scripts for make html {'fetched into' if fetched else 'already in'} {STORE}")
+        if fetched or not os.environ.get("DLCOURSE_QUIET_SETUP"):  # other make targets: only what was done
+            print(f"offline scripts for make html {'fetched into' if fetched else 'already in'} {STORE}")
         return 0
     if args == ["check"]:
         ok = present()

@@ -8,7 +8,8 @@ course loads) replaces it: nothing of nbgrader's grading runs, not even its clea
 chosen submissions are graded by ``pipeline.py autograde`` (the sandbox, the tests in the grader, the one
 writer of the gradebook) and its report goes to nbgrader's log. Where that cannot be done faithfully (an
 nbgrader configuration pointing at other folders, a pattern of chapters) it refuses with one line naming
-``make autograde``, having touched nothing.
+``make autograde``, having touched nothing. Formgrader's *Generate* button (and ``nbgrader generate_assignment``)
+runs the course's release in the same way (:func:`generate_start`).
 """
 
 from __future__ import annotations
@@ -86,8 +87,52 @@ def autograde_start(converter) -> None:
         raise NbGraderException(message)
 
 
+PIPELINE_ENV = "DLCOURSE_PIPELINE"  # set by pipeline.py for the nbgrader commands it runs itself
+_GENERATE: dict[str, object] = {}
+
+
+def generate_start(converter) -> None:
+    """What ``GenerateAssignment.start`` does in this course: formgrader's *Generate* button and ``nbgrader
+    generate_assignment`` run the course's release (``pipeline.py release``: generated aside, checked, then moved
+    into course/, so a failure leaves course/ as it was); the pipeline's own call runs nbgrader's."""
+    from nbgrader.converters.base import NbGraderException
+
+    if os.environ.get(PIPELINE_ENV) == "1":
+        _GENERATE["start"](converter)
+        return
+    coursedir = converter.coursedir
+    if (Path(coursedir.root) / coursedir.release_directory).resolve() != (ROOT / "course").resolve():
+        message = ("nbgrader's own generate_assignment is switched off in this course (it was asked for another "
+                   "release folder): use `make release` (CH=<chapter>)")
+        converter.log.error(message)
+        raise NbGraderException(message)
+    chapter = coursedir.assignment_id
+    command = [_python(), str(HERE / "pipeline.py"), "release"]
+    if chapter and chapter != "*":
+        if any(ch in chapter for ch in "*?["):
+            message = f"generating chapters by pattern ({chapter!r}) is not supported here: use `make release`"
+            converter.log.error(message)
+            raise NbGraderException(message)
+        command += ["--chapter", chapter]
+    converter.log.info("generating with the course's release: %s", " ".join(command[1:]))
+    env = dict(os.environ)
+    env["PATH"] = str(Path(command[0]).parent) + os.pathsep + env.get("PATH", "")
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    for line in done.stdout.splitlines():
+        converter.log.info(line)
+    if done.returncode != 0:
+        lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
+        message = f"the course's release failed (exit {done.returncode}): {lines[-1] if lines else 'no output'}"
+        converter.log.error(message)
+        raise NbGraderException(message)
+
+
 def install() -> None:
-    """Route nbgrader's ``Autograde`` converter (command line and formgrader) through the trusted grader."""
-    from nbgrader.converters import Autograde
+    """Route nbgrader's ``Autograde`` converter (command line and formgrader) through the trusted grader, and its
+    ``GenerateAssignment`` (formgrader's Generate button) through the course's release."""
+    from nbgrader.converters import Autograde, GenerateAssignment
 
     Autograde.start = autograde_start
+    if GenerateAssignment.start is not generate_start:
+        _GENERATE["start"] = GenerateAssignment.start
+        GenerateAssignment.start = generate_start

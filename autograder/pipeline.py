@@ -29,6 +29,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Iterable
+from datetime import UTC
 from pathlib import Path
 
 import nbformat
@@ -55,7 +56,7 @@ KERNEL_NAME = "dlcourse"
 
 # What students receive: no solutions/, no autograder/, no tests/.
 BUNDLE_ITEMS = ["README.md", "Makefile", "requirements.txt", "environment.yml", "pyproject.toml", "LICENSE",
-                "dlcourse", "course", "data"]
+                "dlcourse", "course", "data", "deploy/lab"]
 
 
 class PipelineError(RuntimeError):
@@ -78,6 +79,7 @@ def _env(gradebook: Path | None = None) -> dict[str, str]:
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("HF_DATASETS_OFFLINE", "1")
+    env["DLCOURSE_PIPELINE"] = "1"  # nbgrader's own converters run (one_grader.py routes the others' here)
     if gradebook is not None:
         env["DLCOURSE_GRADEBOOK"] = f"sqlite:///{gradebook}"
     return env
@@ -398,6 +400,27 @@ def sync_gradebook(names: Iterable[str] | None = None) -> list[str]:
     return [ch for ch, _ in changed]
 
 
+def sync_due_dates(rules) -> list[str]:
+    """The policy's deadlines as nbgrader's due dates in the gradebook (formgrader shows them, and which
+    submissions were late); a chapter without one has none. Returns the chapters changed."""
+    import warnings
+
+    from nbgrader.api import Gradebook
+
+    changed = []
+    with warnings.catch_warnings(), Gradebook(gradebook_url()) as gb:
+        warnings.simplefilter("ignore")
+        for assignment in gb.assignments:
+            deadline = rules.deadlines.get(assignment.name)
+            due = deadline.astimezone(UTC).replace(tzinfo=None) if deadline is not None else None  # naive UTC
+            if assignment.duedate != due:
+                assignment.duedate = due
+                changed.append(assignment.name)
+        if changed:
+            gb.db.commit()
+    return changed
+
+
 def _fingerprint(chapter: str) -> str:
     """A digest of the chapter's source and release notebooks: it changes when either does."""
     import hashlib
@@ -659,6 +682,7 @@ def _grade_all(student: str | None, chapter: str | None, cell_timeout: float, su
     people, rules = load_roster(), load_policy()  # a malformed roster or policy stops here, changing nothing
     found = submissions(student, chapter)
     sync_gradebook({ch for _, ch in found})  # the chapters this run grades
+    sync_due_dates(rules)
     sync_roster(people)
     times: dict[tuple[str, str], dict] = {}  # when each submission was handed in (results JSON fields)
     results, skipped, todo = [], [], []
@@ -873,6 +897,7 @@ def grades(fmt: str = "csv", out: Path | None = None, only: list[str] | None = N
     _graded_here()
     people = load_roster()
     sync_gradebook(only if only else {ch for _, ch in submissions()} | recorded_chapters())
+    sync_due_dates(rules)
     sync_roster(people)
     out = out or (GRADES_CSV if fmt == "csv" else GRADING / f"grades-{fmt}.csv")
     table = export.read(gradebook_url(), RESULTS)

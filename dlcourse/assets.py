@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -162,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{asset.name}: FAILED: {err}", file=sys.stderr)
                 status = 1
                 continue
-            print(f"{asset.name}: {'fetched and verified' if did else 'already present, verified'}")
+            if did or not os.environ.get("DLCOURSE_QUIET_SETUP"):  # other make targets: only what was done
+                print(f"{asset.name}: {'fetched and verified' if did else 'already present, verified'}")
     return status
 
 

@@ -381,7 +381,8 @@ def test_feedback_names_each_exercise_and_states_the_late_policy(tmp_path):
     from nbgrader.api import Gradebook
 
     env = dict(os.environ, DLCOURSE_GRADING_DIR=str(tmp_path), DLCOURSE_POLICY=str(tmp_path / "policy.toml"),
-               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+               DLCOURSE_PIPELINE="1")  # nbgrader's own generate_assignment, as the pipeline runs it
     nbgrader = [str(Path(sys.executable).parent / "nbgrader")]
     run = subprocess.run(nbgrader + ["generate_assignment", CH0, "--force",
                                      f"--CourseDirectory.release_directory={tmp_path / 'release'}"],

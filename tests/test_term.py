@@ -150,7 +150,8 @@ def test_bad_chapters_numbers_folders_and_files_are_one_line(tmp_path):
 def test_grades_say_which_policy_and_deadlines_they_applied(term, tmp_path):
     root, _ = term
     policy = tmp_path / "policy.toml"
-    policy.write_text(f'timezone = "UTC"\n[late]\nper_day = 0.1\n[chapters.{CHAPTER}]\ndeadline = 2026-10-12T23:59:00\n')
+    policy.write_text(f'timezone = "UTC"\n[late]\nper_day = 0.1\n'
+                      f'[chapters.{CHAPTER}]\ndeadline = 2026-10-12T23:59:00\n')
     result = _run(root, "grades", DLCOURSE_POLICY=str(policy))
     assert result.returncode == 0, result.stderr
     assert f"late policy: {policy}" in result.stdout and f"{CHAPTER} due 2026-10-12 23:59 UTC" in result.stdout
@@ -214,3 +215,77 @@ def test_a_result_json_of_a_damaged_file_names_it(term):
     root, _ = term
     data = json.loads((root / "results" / f"carol__{CHAPTER}.json").read_text())
     assert data["damaged"].startswith("the notebook is not valid JSON"), data.get("damaged")
+
+
+def test_make_targets_report_only_what_setup_did(tmp_path):
+    """The checks `make setup` reports are not printed again by every target that runs setup first."""
+    result = subprocess.run(["make", "grades"], cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True,
+                            timeout=300)
+    for chatter in ("already present, verified", "grading sandbox: available", "setup complete", "already in"):
+        assert chatter not in result.stdout, result.stdout
+    assert "nothing was autograded" in result.stderr
+
+
+# ----------------------------------------------------------------------------- what students see in JupyterLab
+
+def _nbgrader_menu(config: Path, tmp_path: Path) -> list[str] | None:
+    """The items of JupyterLab's Nbgrader menu (None when there is no such menu), with ``config`` as the students'
+    Jupyter configuration folder, as Chromium shows them."""
+    from browser import lab_in_browser
+
+    course = tmp_path / "course"
+    course.mkdir(parents=True)
+    with lab_in_browser(course, env={"JUPYTER_CONFIG_PATH": str(config)}) as (lab, browser):
+        page = browser.new_page()
+        try:
+            page.goto(f"{lab.base}/lab?token={lab.token}")
+            page.wait_for_selector("#jp-menu-panel, .lm-MenuBar", timeout=90_000)
+            page.wait_for_timeout(1500)  # extensions add their menus as they activate
+            titles = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+            if "Nbgrader" not in titles:
+                return None
+            page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+            page.wait_for_selector(".lm-Menu", timeout=10_000)
+            items = page.locator(".lm-Menu .lm-Menu-item:not(.lm-mod-hidden) .lm-Menu-itemLabel")
+            return [t.strip() for t in items.all_inner_texts() if t.strip()]
+        finally:
+            page.close()
+
+
+def test_students_see_only_the_nbgrader_tools_they_can_use(tmp_path):
+    from browser import unavailable
+
+    why = unavailable()
+    if why:
+        pytest.skip(why)
+    local = _nbgrader_menu(ROOT / "deploy" / "lab", tmp_path / "local")  # make lab: no exchange, no formgrader
+    assert local is None or not [i for i in local if "Formgrader" in i or "Course" in i], local
+    hub = _nbgrader_menu(ROOT / "deploy" / "hub" / "student", tmp_path / "hub")  # a student's server on make hub
+    assert hub == ["Assignment List"], hub
+
+
+def test_formgrader_shows_the_policys_due_dates_and_its_generate_button_runs_the_release(term, tmp_path):
+    """formgrader reads due dates from the gradebook (make grades writes the policy's there), and its Generate
+    button (NbGraderAPI.generate_assignment) runs the course's release, not nbgrader's generate into course/."""
+    from nbgrader.api import Gradebook
+
+    root, _ = term
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f"[chapters.{CHAPTER}]\ndeadline = 2026-10-12T23:59:00\n")
+    assert _run(root, "grades", DLCOURSE_POLICY=str(policy)).returncode == 0
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        assert str(gb.find_assignment(CHAPTER).duedate) == "2026-10-12 23:59:00"
+    assert _run(root, "grades").returncode == 0  # the committed policy has no deadline: none in the gradebook
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        assert gb.find_assignment(CHAPTER).duedate is None
+    before = {p: p.read_bytes() for p in sorted((ROOT / "course" / CHAPTER).rglob("*")) if p.is_file()}
+    code = ("import json\nfrom nbgrader.apps import NbGraderAPI\nfrom nbgrader.apps.baseapp import NbGrader\n"
+            "app = NbGrader()\napp.load_config_file()\napi = NbGraderAPI(app.coursedir, parent=app)\n"
+            f"print(json.dumps(api.generate_assignment({CHAPTER!r})))\n")  # formgrader's Generate button
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "autograder", env=_env(root), capture_output=True,
+                          text=True, timeout=600)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["success"], got
+    assert "the course's release" in got["log"] and f"released course/{CHAPTER}" in got["log"], got["log"]
+    after = {p: p.read_bytes() for p in sorted((ROOT / "course" / CHAPTER).rglob("*")) if p.is_file()}
+    assert after == before  # the release is current: the course's release rewrote nothing
