@@ -74,6 +74,14 @@ def autograde_start(converter) -> None:
         converter.log.error(message)
         raise NbGraderException(message) from None
     converter.log.info("grading with the course's trusted grader: %s", " ".join(command[1:]))
+    _run_logged(converter, command, "the course's trusted grader")
+
+
+def _run_logged(converter, command: list[str], what: str) -> None:
+    """Run ``command`` (the course's pipeline) from the repository, its report to nbgrader's log; a failure is an
+    NbGraderException naming ``what`` failed and its last line."""
+    from nbgrader.converters.base import NbGraderException
+
     env = dict(os.environ)
     env["PATH"] = str(Path(command[0]).parent) + os.pathsep + env.get("PATH", "")
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -81,8 +89,7 @@ def autograde_start(converter) -> None:
         converter.log.info(line)
     if done.returncode != 0:
         lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
-        message = (f"the course's trusted grader failed (exit {done.returncode}): "
-                   f"{lines[-1] if lines else 'no output'}")
+        message = f"{what} failed (exit {done.returncode}): {lines[-1] if lines else 'no output'}"
         converter.log.error(message)
         raise NbGraderException(message)
 
@@ -115,16 +122,7 @@ def generate_start(converter) -> None:
             raise NbGraderException(message)
         command += ["--chapter", chapter]
     converter.log.info("generating with the course's release: %s", " ".join(command[1:]))
-    env = dict(os.environ)
-    env["PATH"] = str(Path(command[0]).parent) + os.pathsep + env.get("PATH", "")
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    for line in done.stdout.splitlines():
-        converter.log.info(line)
-    if done.returncode != 0:
-        lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
-        message = f"the course's release failed (exit {done.returncode}): {lines[-1] if lines else 'no output'}"
-        converter.log.error(message)
-        raise NbGraderException(message)
+    _run_logged(converter, command, "the course's release")
 
 
 def install() -> None:
