@@ -27,8 +27,10 @@ MODULES = {
 }
 # Modules that other modules hold as attributes (`os.sys`, `torch.serialization.pickle`): reaching one through an
 # attribute is an escape hatch too, whatever the route.
+# (Names an honest answer may give an attribute of its own, such as `signal`, are left to the walk through the
+# grader's own modules below, which sees a module whatever the attribute holding it is called.)
 MODULE_ATTRIBUTES = {"sys", "builtins", "importlib", "gc", "ctypes", "inspect", "marshal", "pickle", "_pickle", "dill",
-                     "cloudpickle", "subprocess", "threading", "_thread", "multiprocessing", "signal", "atexit",
+                     "cloudpickle", "subprocess", "threading", "_thread", "multiprocessing", "atexit",
                      "faulthandler", "runpy", "zipimport", "copyreg", "shelve", "pty", "socket", "pkgutil", "joblib"}
 # Library functions and modules that run code stored in data (pickles, TorchScript archives, packages) or compile it.
 CODE_FROM_DATA = ("torch.jit.load", "torch.jit._serialization", "torch.package", "torch.hub", "torch.serialization",

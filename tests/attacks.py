@@ -80,6 +80,7 @@ HONEST = {
     "printing to stderr": ("00_welcome", "import sys\nprint('x', file=sys.stderr)"),
     "a tensor's data": ("06_vit", "x = torch.zeros(1)\nx.data = torch.ones(1)"),
     "a module's modules()": ("06_vit", "n = sum(1 for m in model.modules())"),
+    "an attribute called signal": ("07_gan", "class Probe:\n    def __init__(self, x):\n        self.signal = x"),
 }
 
 # ------------------------------------------------------------------------------------- graded submissions
