@@ -27,7 +27,7 @@ import oracles
 from flags import escape_hatches, to_python
 from rewiring import bindings_after, parses
 from sandbox import Sandbox
-from trusted import INTEGRITY_BASELINE, GradingKernel, TestRun, prelude_of
+from trusted import GradingKernel, TestRun, prelude_of
 from warm import WarmKernels, setup_source
 
 CELL_TIMEOUT = 300.0
@@ -363,9 +363,9 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     result.notices += notices
     result.damaged = "; ".join(n for n in notices if n.startswith(DAMAGE))
     steps = plan(release, cells, result.notices)
-    if result.damaged:  # what the file lost goes to a person, exercise by exercise, and the student is told
-        for exercise in lost_answers(result.notices):
-            result.flagged.setdefault(exercise, []).append(LOST_ANSWER)
+    lost = lost_answers(result.notices) if result.damaged else []
+    for exercise in lost:  # what a damaged file lost goes to a person, exercise by exercise, and the student is told
+        result.flagged.setdefault(exercise, []).append(LOST_ANSWER)
     if not all_cells:
         result.skipped_cells = mark_skipped(steps, release, source)
     declared = oracles.for_chapter(result.chapter) if declarations is None else declarations
@@ -380,7 +380,6 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
     prelude = prelude_of(release.cells)
     graded = copy.deepcopy(release)
     if result.damaged:
-        lost = lost_answers(result.notices)
         graded.metadata.setdefault("dlcourse", {})["damaged"] = (
             f"This submission was damaged: {result.damaged}." + (
                 f" The answers to {', '.join(lost)} were not in what could be recovered: the empty stubs were run, "
@@ -420,8 +419,7 @@ def grade(release_path: Path, submission_path: Path, source_path: Path, *, stude
                         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=SKIPPED_NOTE)]
                     continue
                 if step.student and not recorded:
-                    kernel.record_integrity(tested_modules)
-                    ran.append(INTEGRITY_BASELINE.format(modules=sorted(tested_modules)))
+                    ran.append(kernel.record_integrity(tested_modules))
                     recorded = True
                 if step.flags:
                     if cell is not None:

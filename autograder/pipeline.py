@@ -805,13 +805,16 @@ def _refuse_while_open(rows: list[dict[str, str]], what: str) -> None:
                             f"formgrader first; {GRADING / 'review.csv'} lists them (make grades)")
 
 
-def _graded_here() -> None:
-    """A :class:`PipelineError` when this grading folder holds no gradebook: nothing was autograded there."""
+def _graded_here(folders: bool = False) -> None:
+    """A :class:`PipelineError` when this grading folder holds no gradebook (``folders``: nor an autograded/
+    folder): nothing was autograded there."""
     db_url = gradebook_url()
-    if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists():
+    missing = "no autograded/ folder" if folders and not AUTOGRADED.is_dir() else \
+        "there is no gradebook" if db_url.startswith("sqlite:///") and \
+        not Path(db_url.removeprefix("sqlite:///")).exists() else ""
+    if missing:
         where = " (DLCOURSE_GRADING_DIR)" if os.environ.get("DLCOURSE_GRADING_DIR") else ""
-        raise PipelineError(f"nothing was autograded in {GRADING}{where}: there is no gradebook; run make "
-                            "autograde first")
+        raise PipelineError(f"nothing was autograded in {GRADING}{where}: {missing}; run make autograde first")
 
 
 def sync_roster(people: dict[str, dict[str, str]]) -> list[str]:
@@ -865,11 +868,7 @@ def feedback(strict: bool = False, notes: list[str] | None = None) -> int:
     import export
 
     load_policy()  # a malformed policy.toml: one clear error here rather than one per notebook from nbgrader
-    if not AUTOGRADED.is_dir():
-        where = " (DLCOURSE_GRADING_DIR)" if os.environ.get("DLCOURSE_GRADING_DIR") else ""
-        raise PipelineError(f"nothing was autograded in {GRADING}{where}: no autograded/ folder; run make "
-                            "autograde first")
-    _graded_here()
+    _graded_here(folders=True)
     opened = open_review(export.read(gradebook_url(), RESULTS))
     if strict:
         _refuse_while_open(opened, "no feedback was written")

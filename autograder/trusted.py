@@ -310,11 +310,14 @@ class GradingKernel:
             run.status = "died"
         return run
 
-    def record_integrity(self, modules: list[str], timeout: float = 60) -> CellRun:
+    def record_integrity(self, modules: set[str], timeout: float = 60) -> str:
         """Record, in the kernel, the course's and torch's objects as they are now (before the student's code runs):
         each test then asks the kernel what has been replaced since (:mod:`dlcourse.grading.integrity`).
-        ``modules``: the course's modules the tests name, imported first so that they are recorded too."""
-        return self.run_cell(INTEGRITY_BASELINE.format(modules=sorted(modules)), timeout, keep=False, silent=True)
+        ``modules``: the factories the tests build in the kernel, whose modules are imported first so that they are
+        recorded too. Returns the cell it ran (a restarted kernel runs it again in its place)."""
+        source = INTEGRITY_BASELINE.format(modules=sorted(modules))
+        self.run_cell(source, timeout, keep=False, silent=True)
+        return source
 
     def run_test(self, source: str, prelude: str, timeout: float, label: str = "test",
                  refuse: tuple[str, ...] = (), why: str = "") -> TestRun:
@@ -360,9 +363,13 @@ class GradingKernel:
         tampered: list[str] = []
         refusal = guards.pushed(("dlcourse.checks.forbid", frozenset(refuse), why)) if refuse \
             else contextlib.nullcontext()
+
+        def ask() -> None:  # what the kernel found replaced since it was last asked, added to `tampered`
+            tampered.extend(t for t in map(str, channel.request("integrity") or []) if t not in tampered)
+
         try:
             if self.unchecked:  # a cell ran since the last test: what did it replace?
-                tampered += [str(t) for t in channel.request("integrity") or []]
+                ask()
             ns: dict[str, Any] = {"__name__": "__grading__", "__builtins__": builtins}
             exec(compile(prelude, "<set-up imports>", "exec"), ns)  # noqa: S102 - the release's own imports
             for name in free_names(source):
@@ -378,7 +385,7 @@ class GradingKernel:
             if not tampered:
                 with contextlib.redirect_stdout(out), refusal:
                     exec(compile(source, f"<{label}>", "exec"), ns)  # noqa: S102 - the course's own test code
-            tampered += [str(t) for t in channel.request("integrity") or [] if str(t) not in tampered]
+            ask()
             self.unchecked = False
             result = TestRun(True, stdout=out.getvalue())
             if tampered:
@@ -394,7 +401,7 @@ class GradingKernel:
         except Exception as err:  # noqa: BLE001 - every failure of a test is a result
             result = TestRun(False, _message(err), type(err).__name__, out.getvalue())
             with contextlib.suppress(Exception):  # replaced helpers may be why it failed: say so
-                tampered += [str(t) for t in channel.request("integrity") or [] if str(t) not in tampered]
+                ask()
             result.tampered = tampered
         finally:
             guards.set_trusted(False)

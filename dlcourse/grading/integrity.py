@@ -37,6 +37,8 @@ _KINDS = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorT
 # None). The mapping is the owner's own __dict__ (for a class a live view), so a lookup sees what the kernel sees.
 _RECORDED: dict[str, tuple[Any, Any, str, Any, Any]] = {}
 _MODULES: dict[str, types.ModuleType] = {}  # modules recorded so far
+_PREPARED = {"on": False}  # whether prepare() recorded torch's namespaces before this process was forked
+_MISSING = object()
 
 
 def _tracked(name: str) -> bool:
@@ -103,9 +105,6 @@ def prepare() -> None:
     _PREPARED["on"] = True
 
 
-_PREPARED = {"on": False}
-
-
 def baseline(modules: Iterable[str] = ()) -> None:
     """Record the current objects: call it after the set-up cell, before any of the student's code runs."""
     _import(modules)
@@ -132,9 +131,6 @@ def _library_rewrap(now: Any, before: Any) -> bool:
     code = getattr(now, "__code__", None)
     filename = getattr(code, "co_filename", "")
     return bool(filename) and os.path.isabs(filename) and ("site-packages" in filename or "dist-packages" in filename)
-
-
-_MISSING = object()
 
 
 def _put_back(owner: Any, attr: str, value: Any) -> None:
