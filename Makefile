@@ -92,7 +92,7 @@ lecture: instructor-only setup ## teach a chapter: JupyterLab on lecture/CH/, a 
 formgrader: instructor-only setup ## nbgrader's formgrader (manual grading, the gradebook) in JupyterLab started in autograder/
 	@$(if $(AS_ROOT),echo "WARNING: running as root: JupyterLab is started with --allow-root; its kernels can change anything on this machine")
 	@echo "formgrader: open Nbgrader > Formgrader in JupyterLab (or <server>/formgrader); grade what review.csv lists as open"
-	@echo "formgrader's scores are before any late penalty and its due dates are the policy's deadlines: make grades exports the totals after the penalty; its Generate button runs the course's release"
+	@echo "formgrader's pages open with a notice read from the gradebook and the policy: its scores are before the late penalty (the notice lists who loses points, and make grades exports the totals after it), and what is still open for review; its due dates are the policy's deadlines and its Generate button runs the course's release"
 	cd autograder && $(abspath $(BIN))/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(AS_ROOT) $(ARGS)
 
 validate: setup ## check a notebook before submitting: NB=course/07_gan/07_gan.ipynb (exit status 1 if a test fails)

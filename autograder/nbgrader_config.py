@@ -11,6 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import formgrader_notice  # noqa: E402
 import one_grader  # noqa: E402
 from course_preprocessors import ExerciseNames, LateNotice, MarkSkippable, RemoveModelAnswers, ResultsOnly  # noqa: E402
 from lms_names import LMSFileNames  # noqa: E402
@@ -59,6 +60,7 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # `nbgrader autograde` and formgrader's Autograde button are routed there too (one_grader.py): one way to
 # grade, whatever starts it.
 one_grader.install()
+formgrader_notice.install()  # formgrader's pages say where their scores stand against the late policy
 
 # Feedback: hidden tests are removed, and only the grader's results are shown (no kernel outputs). The list at
 # the top names each graded cell by its exercise (ExerciseNames and the course's template, instead of nbgrader's

@@ -289,3 +289,57 @@ def test_formgrader_shows_the_policys_due_dates_and_its_generate_button_runs_the
     assert "the course's release" in got["log"] and f"released course/{CHAPTER}" in got["log"], got["log"]
     after = {p: p.read_bytes() for p in sorted((ROOT / "course" / CHAPTER).rglob("*")) if p.is_file()}
     assert after == before  # the release is current: the course's release rewrote nothing
+
+
+def _formgrader_pages(root: Path, log: Path, paths: list[str], **extra: str) -> dict[str, str]:
+    """formgrader's pages as ``make formgrader`` serves them (a Jupyter server in autograder/, the repository as
+    its root), the grading folder and the policy through the environment."""
+    import secrets
+    import signal
+    import urllib.request
+
+    from browser import _free_port, wait_for_server
+
+    port, token = _free_port(), secrets.token_hex(16)
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "jupyter"), "server", f"--ServerApp.root_dir={ROOT}", "--allow-root",
+             f"--port={port}", "--no-browser", f"--IdentityProvider.token={token}"],
+            cwd=ROOT / "autograder", env=_env(root, **extra), stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_for_server(f"{base}/formgrader/api/assignments?token={token}", process, log, "formgrader")
+            return {path: urllib.request.urlopen(f"{base}{path}?token={token}", timeout=60).read().decode()
+                    for path in paths}
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(30)
+
+
+def test_formgrader_says_its_scores_are_before_the_penalty_and_how_chapters_travel(term, tmp_path):
+    """Every formgrader page opens with the course's notice: which submissions lose points for lateness (the score
+    formgrader shows, and the export's), the review items still open; the assignments page of a server without
+    the exchange says how chapters reach students instead of nbgrader's warning about a missing folder."""
+    root, _ = term
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f"[late]\nper_day = 0.1\nmax_penalty = 0.5\n[chapters.{CHAPTER}]\n"
+                      "deadline = 2026-10-12T23:59:00\n")
+    pages = _formgrader_pages(root, tmp_path / "formgrader.log",
+                              ["/formgrader/manage_assignments", f"/formgrader/manage_submissions/{CHAPTER}",
+                               "/formgrader/manage_students", "/formgrader/gradebook"],
+                              DLCOURSE_POLICY=str(policy), DLCOURSE_EXCHANGE=str(tmp_path / "no" / "exchange"))
+    for path, html in pages.items():
+        notice = html.split('id="course-notice"', 1)[1].split("</div>", 1)[0]
+        assert "before the late penalty" in notice and str(policy) in notice, (path, notice)
+        late = notice.split('id="course-notice-late"', 1)[1].split("</ul>", 1)[0]
+        assert f"alice · {CHAPTER}:" in late and "−6 point(s): 12 here, 6 in the export" in late, late
+        review = notice.split('id="course-notice-review"', 1)[1].split("</ul>", 1)[0]
+        assert f"bob · {CHAPTER} · ce" in review and f"carol · {CHAPTER}" in review, review
+    assignments = pages["/formgrader/manage_assignments"]
+    assert 'id="course-exchange"' in assignments and "make zip-collect" in assignments
+    assert "#warning-exchange { display: none; }" in assignments  # nbgrader's own warning, hidden
+    pages = _formgrader_pages(root, tmp_path / "formgrader-missing.log", ["/formgrader/manage_students"],
+                              DLCOURSE_POLICY=str(tmp_path / "typo.toml"))
+    problem = pages["/formgrader/manage_students"].split('id="course-notice-problem"', 1)[1].split("</p>", 1)[0]
+    assert "late policy cannot be read" in problem and "typo.toml" in problem, problem
