@@ -330,6 +330,22 @@ def test_a_student_cannot_read_what_is_not_theirs(cls, cycle):
         assert not (ROOT / folder / "planted.py").exists()
 
 
+def test_stopping_the_hub_is_one_clean_shutdown(cls, cycle):
+    """Ctrl-C on ``make hub`` (SIGINT to its process group), then the SIGTERM a terminal's close sends: the hub
+    stops every server once and says nothing false (no "Failed to stop user", no task left pending, no
+    traceback from a server interrupted twice)."""
+    process, log = cls["process"], cls["grading"] / "hub.log"
+    before = len(log.read_text())
+    os.killpg(process.pid, signal.SIGINT)
+    os.killpg(process.pid, signal.SIGTERM)
+    process.wait(timeout=90)
+    said = log.read_text()[before:]
+    assert "initiating shutdown" in said, said[-3000:]
+    for wrong in ("Failed to stop user", "Task was destroyed", "Traceback", "KeyboardInterrupt"):
+        assert wrong not in said, said[-3000:]
+    assert said.count("Cleaning up single-user servers") == 1, said[-3000:]
+
+
 def test_roster_ids_that_cannot_be_accounts_are_refused_by_name():
     assert hub.account_names({"ada": {}, "_lab2": {}}, "instructor") == ["ada", "_lab2", "instructor"]
     with pytest.raises(hub.HubError) as err:

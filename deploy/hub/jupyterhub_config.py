@@ -64,3 +64,28 @@ c.Spawner.environment = {
     "PATH": f"{VENV / 'bin'}:/usr/local/bin:/usr/bin:/bin",
 }
 c.Spawner.env_keep = ["LANG", "LC_ALL", "TZ"]  # not the instructor's PYTHONPATH or DLCOURSE_* grading settings
+
+
+def _stop_once() -> None:
+    """One shutdown, however many signals ask for it. Stopping ``make hub`` can deliver the signal twice (Ctrl-C
+    reaches make and the hub; make passes a SIGTERM on to the hub): JupyterHub then runs two clean-ups at once,
+    each stopping every server, and prints "Failed to stop user: ''" and a pending-task warning for the second.
+    Here the second request only says that the first is under way."""
+    from jupyterhub.app import JupyterHub
+
+    first = JupyterHub.shutdown_cancel_tasks
+    if getattr(first, "once", False):
+        return
+
+    async def shutdown_cancel_tasks(self, sig=None):
+        if getattr(self, "_dlcourse_stopping", False):
+            self.log.info("already shutting down (%s ignored)", sig.name if sig is not None else "request")
+            return
+        self._dlcourse_stopping = True
+        await first(self, sig)
+
+    shutdown_cancel_tasks.once = True
+    JupyterHub.shutdown_cancel_tasks = shutdown_cancel_tasks
+
+
+_stop_once()
