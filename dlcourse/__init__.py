@@ -28,6 +28,7 @@ chapters (tests/test_imports.py). The data sets several chapters share are in :m
 * :mod:`dlcourse.presentation` — lecture mode's on/off words;
 * :mod:`dlcourse.checks` — what test cells call: comparisons that say what is wrong, guards, oracles;
 * :mod:`dlcourse.grading` — the grading agent in the student's kernel and the grader's proxies;
+* :mod:`dlcourse.claims` — a number the text states, printed beside the number a run measured;
 * :mod:`dlcourse.training` — a small training loop with progress bar and live loss plot;
 * :mod:`dlcourse.widgets` — the widget pattern and the attention heat map;
 * :mod:`dlcourse.attention` — capturing attention weights; :mod:`dlcourse.layout` — a Hugging Face module seen

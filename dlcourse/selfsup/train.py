@@ -10,6 +10,7 @@ triplet losses and k-nearest-neighbour classification; this module holds what th
   that take the student's functions as arguments;
 * :func:`features`, :func:`balanced_subset` and :func:`linear_probe`: frozen features, a class-balanced
   label budget, and a logistic-regression probe (scikit-learn's, on standardised features);
+* :func:`shipped_networks`: the encoders and heads full mode pre-trained, shipped in ``data/``;
 * :func:`jigsaw_permutations` and the generative pretext pairs (:func:`colourisation_pair`,
   :func:`super_resolution_pair`, :func:`masked_patches`) drawn in the chapter's figure.
 """
@@ -63,6 +64,20 @@ class ProjectionHead(nn.Module):
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         return self.net(h)
+
+
+SHIPPED = "11_ssl_encoders"  # the networks full mode pre-trained, in data/ (make checkpoints)
+
+
+def shipped_networks(device: torch.device | str = "cpu") -> tuple[nn.ModuleDict, dict[str, float]]:
+    """The encoders and heads full mode pre-trained (``simclr_encoder``, ``simclr_head``, ``rotation_encoder``,
+    ``rotation_head``), loaded from ``data/`` in evaluation mode on ``device``, and what that run recorded."""
+    from dlcourse import data
+
+    nets = nn.ModuleDict({"simclr_encoder": ConvEncoder(), "simclr_head": ProjectionHead(64),
+                          "rotation_encoder": ConvEncoder(), "rotation_head": nn.Linear(64, 4)})
+    metrics = data.load_checkpoint(SHIPPED, nets)
+    return nets.to(device).eval(), metrics
 
 
 def resized_crop(images: torch.Tensor, top: torch.Tensor, left: torch.Tensor, height: torch.Tensor,

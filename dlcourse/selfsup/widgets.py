@@ -77,7 +77,7 @@ def draw_pairs(state: PairState):
     for row, pictures in enumerate((state.first, state.second)):
         for i in range(n):
             ax = fig.add_subplot(grid[row, i])
-            ax.imshow(pictures[i], cmap="gray_r", vmin=0, vmax=1, interpolation="nearest")
+            ax.imshow(pictures[i], cmap="gray", vmin=0, vmax=1, interpolation="nearest")
             ax.set(xticks=[], yticks=[])
             if i == 0:
                 ax.set_ylabel(f"view {row + 1}", fontsize=9)
