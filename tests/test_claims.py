@@ -96,3 +96,30 @@ def test_a_missed_target_is_a_printed_comparison_not_an_error(capsys):
     out = capsys.readouterr().out
     assert out.startswith("target missed: 99 % of held-out sequences; this run: 97.9 %. Usually 99.5–100 % in three")
     assert "not a mistake in your code" in out
+
+
+def _demo_cells():
+    """Every code cell of every chapter that is neither an answer nor a test: the demos and the text's code."""
+    for chapter in CHAPTERS:
+        nb = nbformat.read(solution_notebook(chapter), as_version=4)
+        for i, cell in enumerate(nb.cells):
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "code" and not meta.get("grade") and not meta.get("solution"):
+                yield chapter, i, cell.source
+
+
+def test_no_demo_fails_a_student_because_a_result_missed_its_target():
+    """A full-mode result that misses what a demo aims at is printed (claims.target), never raised: an unlucky run
+    must not stop a student's Run All. A check that stays in a demo cell checks the student's code or the data."""
+    raising = []
+    for chapter, i, source in _demo_cells():
+        for found in re.finditer(r"checks\.assert_\w+\(", source):
+            end, depth = found.end(), 1
+            while depth and end < len(source):  # the call: to its closing parenthesis
+                depth += {"(": 1, ")": -1}.get(source[end], 0)
+                end += 1
+            above = source[:found.start()].splitlines()[-2:]  # the condition it stands under
+            if any("is_fast()" in line for line in above) or re.search(r"\btarget\b|missed|reach",
+                                                                        source[found.start():end]):
+                raising.append(f"{chapter} cell {i}: {source[found.start():found.start() + 90]!r}")
+    assert not raising, "demos that raise when a result misses its target:\n" + "\n".join(raising)
