@@ -331,7 +331,7 @@ def test_vae_reparameterization_draws_the_noise_outside_and_the_gradient_into_mu
 
 def test_t5_encoder_decoder_labels():
     labels = labels_of(t5_diagrams.t5_encoder_decoder())
-    for key in ["Thank you <X> me to your party <Y> week.", "<s> <X> for inviting <Y> last", "final RMSNorm",
+    for key in ["Thank you <X> me to your party <Y> week.", "<pad> <X> for inviting <Y> last", "final RMSNorm",
                 "RMSNorm → self-attention + $B$", "RMSNorm → causal self-attention + $B$", "RMSNorm → cross-attention",
                 "encoder outputs $E$", "targets: <X> for inviting <Y> last <Z>"]:
         assert key in labels, key

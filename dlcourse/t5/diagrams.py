@@ -14,7 +14,7 @@ def t5_encoder_decoder() -> Figure:
     """T5 as an encoder–decoder: the corrupted input (with sentinels) → shared embedding → N pre-norm encoder
     blocks (RMSNorm before each sub-layer, relative position bias in self-attention) → final RMSNorm → the
     encoder outputs E, read by the cross-attention of *every* decoder block; the decoder's input is the
-    target shifted right behind a start token, its self-attention causal; final RMSNorm and the tied LM head
+    target shifted right behind the start token <pad>, its self-attention causal; final RMSNorm and the tied LM head
     give the target tokens."""
     width, height = 10.4, 6.9
     fig, (ax,) = _canvas(width, height)
@@ -23,8 +23,8 @@ def t5_encoder_decoder() -> Figure:
     # the inputs and the shared embedding
     _box(ax, xe, base, "Thank you <X> me to your party <Y> week.", "blocked", w=3.3, h=0.4, size=9)
     _text(ax, xe, base - 0.38, "input text, spans replaced by sentinels", size=8, color="0.3")
-    _box(ax, xd, base, "<s> <X> for inviting <Y> last", "blocked", w=3.3, h=0.4, size=9)
-    _text(ax, xd, base - 0.38, "decoder input: the targets shifted right", size=8, color="0.3")
+    _box(ax, xd, base, "<pad> <X> for inviting <Y> last", "blocked", w=3.3, h=0.4, size=9)
+    _text(ax, xd, base - 0.38, "decoder input: the targets shifted right behind <pad>", size=8, color="0.3")
     for x in (xe, xd):
         _arrow(ax, (x, base + 0.2), (x, base + 0.45))
         _box(ax, x, base + 0.65, "shared embedding", "embedding", w=w, h=h, size=9)
