@@ -14,7 +14,6 @@ puts the course's templates in front of formgrader's own: each extends formgrade
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,7 +89,6 @@ def install() -> None:
                                                PrefixLoader({"nbgrader": theirs}), theirs]),
                           autoescape=False)
         env.globals["course_notice"] = notice
-        env.globals["course_hub"] = bool(os.environ.get("DLCOURSE_EXCHANGE"))
         webapp.settings["nbgrader_jinja2_env"] = env
 
     init_tornado_settings.course_notice = True
