@@ -239,6 +239,18 @@ def mark(table: Table, sid: str, chapter: str, policy=None) -> Mark:
     return Mark(raw, late.total(raw), late)
 
 
+def late_marks(table: Table, policy, chapters: list[str] | None = None) -> list[tuple[str, str, Mark]]:
+    """(student, chapter, mark) of every submission the policy finds late, in the table's order of students and
+    the given order of chapters (default: every chapter of the table)."""
+    found = []
+    for sid in table.students:
+        for ch in table.chapters if chapters is None else chapters:
+            got = mark(table, sid, ch, policy)
+            if got.late is not None and got.late.days > 0:
+                found.append((sid, ch, got))
+    return found
+
+
 def grade_rows(table: Table, fmt: str = "csv", chapters: list[str] | None = None, missing: str = "blank",
                policy=None) -> list[list[str]]:
     """The rows of the grades file in ``fmt``: ``csv`` (a column per exercise, the submission time, days late

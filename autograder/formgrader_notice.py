@@ -56,14 +56,11 @@ def notice() -> Notice:
         shown.problem = f"The gradebook could not be read for this notice: {type(err).__name__}: {err}"
         return shown
     if rules is not None:
-        late = []
-        for sid, chapter in sorted(table.scores):
-            got = export.mark(table, sid, chapter, rules)
-            if got.late is not None and got.late.penalty > 0:
-                late.append(f"{sid} · {chapter}: {got.late.days:g} day(s) late, −{got.late.penalty:g} point(s): "
-                            f"{got.raw:g} here, {got.final:g} in the export")
+        late = [f"{sid} · {chapter}: {got.late.days:g} day(s) late, −{got.late.penalty:g} point(s): "
+                f"{got.raw:g} here, {got.final:g} in the export"
+                for sid, chapter, got in export.late_marks(table, rules) if got.late.penalty > 0]
         shown.late, shown.more_late = late[:SHOWN], max(0, len(late) - SHOWN)
-    opened = sorted(pipeline.open_review(table), key=lambda r: (r["student"], r["chapter"], r["exercise"]))
+    opened = pipeline.open_review(table)
     shown.review = [f"{r['student']} · {r['chapter']} · {r['exercise']}" for r in opened[:SHOWN]]
     shown.more_review = max(0, len(opened) - SHOWN)
     return shown

@@ -780,8 +780,9 @@ def policy_lines(rules) -> list[str]:
 
 
 def open_review(table) -> list[dict[str, str]]:
-    """The review list's items that still wait for a person."""
-    return [row for row in table.review if row.get("status") == "open"]
+    """The review list's items that still wait for a person, by student, chapter and exercise."""
+    return sorted((row for row in table.review if row.get("status") == "open"),
+                  key=lambda r: (r["student"], r["chapter"], r["exercise"]))
 
 
 def review_lines(rows: list[dict[str, str]], shown: int = 20) -> list[str]:
@@ -790,7 +791,7 @@ def review_lines(rows: list[dict[str, str]], shown: int = 20) -> list[str]:
         return ["no review item is open"]
     lines = [f"{len(rows)} review item(s) still open (review.csv lists them; grade them in formgrader, "
              "make formgrader):"]
-    for row in sorted(rows, key=lambda r: (r["student"], r["chapter"], r["exercise"]))[:shown]:
+    for row in rows[:shown]:
         reason = row.get("reason", "")
         lines.append(f"  {row['student']} {row['chapter']} {row['exercise']}: "
                      f"{reason[:110] + '…' if len(reason) > 110 else reason}")
@@ -917,13 +918,10 @@ def grades(fmt: str = "csv", out: Path | None = None, only: list[str] | None = N
         chosen = export.select_chapters(table, only)
     except ValueError as err:
         raise PipelineError(str(err)) from None
-    for sid in table.students:
-        for ch in chosen:
-            got = export.mark(table, sid, ch, rules)
-            if got.late is not None and got.late.days > 0:
-                source = table.submitted_from.get((sid, ch), "")
-                notes.append(f"late: {sid} {ch}: {got.late.days:g} day(s), -{got.late.penalty:g} points "
-                             f"({got.raw:g} -> {got.final:g}); time from {source or 'the results JSON'}")
+    for sid, ch, got in export.late_marks(table, rules, chosen):
+        source = table.submitted_from.get((sid, ch), "")
+        notes.append(f"late: {sid} {ch}: {got.late.days:g} day(s), -{got.late.penalty:g} points "
+                     f"({got.raw:g} -> {got.final:g}); time from {source or 'the results JSON'}")
     if not chosen:
         notes.append("no chapter has a submission: name some with --chapter")
     notes += review_lines(opened)

@@ -2,9 +2,9 @@
 
 A chapter's prose quotes results ("the partner's probability rises to 0.416"). Where a cell measures one of
 them it calls :func:`claim` with the number as the text writes it: the cell prints the measured value beside
-the stated one, so a reader never has to wonder which to believe, and ``tests/test_claims.py`` reads every
-chapter's executed FAST notebook and fails where a stated number is not in the chapter's text or the value
-shown is further from it than the claim's tolerance.
+the stated one, so a reader never has to wonder which to believe, and ``tests/test_claims.py`` reads the claims
+of every chapter's FAST run (:data:`SHOWN`) and fails where a stated number is not in the chapter's text or the
+value shown is further from it than the claim's tolerance.
 
 A measurement that FAST mode cannot make faithfully (seconds of training instead of minutes) passes
 ``recorded=``, the full-mode value shipped with the chapter's checkpoint: the line then prints both and says
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-MIME = "application/vnd.dlcourse.claim+json"  # a claim's record among a cell's outputs
+RECORDED = "recorded in full mode"  # the source of a claim that shows the shipped record
 SHOWN: list[Claim] = []  # every claim this process has shown, in order (the claim test reads them)
 _NUMBER = re.compile(r"^\s*([+\-−]?\d[\d,]*(?:\.\d+)?)\s*(%?)\s*$")
 
@@ -61,7 +61,8 @@ def _show(value: float, stated: str) -> str:
 
 def claim(what: str, measured: float | None, stated: str, tolerance: float, *, recorded: float | None = None,
           source: str = "measured here") -> Claim:
-    """Print ``what``: the value shown and the text's ``stated`` number; publish it for the claim test.
+    """Print ``what``: the value shown and the text's ``stated`` number; keep it in :data:`SHOWN` for the claim
+    test.
 
     Args:
         what: the quantity, as a reader would name it.
@@ -77,9 +78,9 @@ def claim(what: str, measured: float | None, stated: str, tolerance: float, *, r
     stated_value(stated)  # a malformed stated number fails here, in the cell that wrote it
     value = float(recorded if recorded is not None else measured)  # type: ignore[arg-type]
     shown = Claim(what, stated, value, float(tolerance), None if measured is None else float(measured),
-                  "recorded in full mode" if recorded is not None else source)
+                  RECORDED if recorded is not None else source)
     SHOWN.append(shown)
-    _publish(shown)
+    print(line(shown))
     return shown
 
 
@@ -87,25 +88,11 @@ def line(shown: Claim) -> str:
     """The printed line: the value, where it comes from, and the text's number."""
     agree = "as the text says" if shown.holds else f"the text says {shown.stated}: further off than ±" + \
         _show(shown.tolerance, shown.stated).lstrip("+")
-    if shown.source == "recorded in full mode":
+    if shown.source == RECORDED:
         here = "" if shown.measured is None else f"; this run: {_show(shown.measured, shown.stated)} (FAST mode: " \
                                                  "too few images or steps to reproduce it)"
-        return f"{shown.what}: {_show(shown.value, shown.stated)} recorded in full mode, {agree}{here}"
+        return f"{shown.what}: {_show(shown.value, shown.stated)} {RECORDED}, {agree}{here}"
     return f"{shown.what}: {_show(shown.value, shown.stated)} ({shown.source}), {agree}"
-
-
-def _publish(shown: Claim) -> None:
-    text = line(shown)
-    try:
-        from IPython import get_ipython
-        from IPython.display import publish_display_data
-    except ImportError:  # plain Python: the line alone
-        print(text)
-        return
-    if get_ipython() is None:
-        print(text)
-        return
-    publish_display_data({"text/plain": text, MIME: asdict(shown)})
 
 
 USUALLY = "full mode reaches it (the text quotes such a run)"
