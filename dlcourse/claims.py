@@ -54,9 +54,10 @@ def _show(value: float, stated: str) -> str:
     """``value`` written as the text writes ``stated`` (the same decimals, a percentage or not)."""
     text = stated.strip()
     decimals = len(text.split(".", 1)[1].rstrip(" %")) if "." in text else 0
+    grouped = "," if "," in text else ""  # 4,300: thousands grouped as the text groups them
     if text.endswith("%"):
-        return f"{100 * value:.{decimals}f} %"
-    return f"{value:+.{decimals}f}" if text[0] in "+−-" and value >= 0 else f"{value:.{decimals}f}"
+        return f"{100 * value:{grouped}.{decimals}f} %"
+    return f"{value:+{grouped}.{decimals}f}" if text[0] in "+−-" and value >= 0 else f"{value:{grouped}.{decimals}f}"
 
 
 def claim(what: str, measured: float | None, stated: str, tolerance: float, *, recorded: float | None = None,
