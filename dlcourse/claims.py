@@ -91,7 +91,7 @@ def line(shown: Claim) -> str:
         _show(shown.tolerance, shown.stated).lstrip("+")
     if shown.source == RECORDED:
         here = "" if shown.measured is None else f"; this run: {_show(shown.measured, shown.stated)} (FAST mode: " \
-                                                 "too few images or steps to reproduce it)"
+                                                 "too little data or training to reproduce it)"
         return f"{shown.what}: {_show(shown.value, shown.stated)} {RECORDED}, {agree}{here}"
     return f"{shown.what}: {_show(shown.value, shown.stated)} ({shown.source}), {agree}"
 
