@@ -158,8 +158,9 @@ gradescope: instructor-only ## dist/gradescope/<CH>.zip, Gradescope's autograder
 html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy; the pages work offline (CDN=1: scripts from the internet)
 	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast) $(if $(CDN),--cdn) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
 
-bench: instructor-only setup ## benchmarks; results go to bench/results/ (widgets in a browser: bench/browser.py; how soon a lecture's widgets answer after Run All: bench/lecture.py; grading a class: bench/grading.py, long; against plain nbgrader: bench/versus.py; chapters 04 and 06 against public recipes: bench/compare/, an hour and more)
+bench: instructor-only setup ## benchmarks; results go to bench/results/ (widgets in a browser: bench/browser.py; every chapter's full mode three times, two seeds, one and two threads, with its errors and its claims' spread: bench/full_runs.py; how soon a lecture's widgets answer after Run All: bench/lecture.py; grading a class: bench/grading.py, long; against plain nbgrader: bench/versus.py; chapters 04 and 06 against public recipes: bench/compare/, an hour and more)
 	$(PY) bench/run.py
+	$(PY) bench/full_runs.py
 	$(PY) bench/browser.py
 	$(PY) bench/lecture.py
 	$(PY) bench/grading.py

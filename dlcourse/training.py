@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
+from dlcourse import runtime
+
 
 @dataclass
 class History:
@@ -194,7 +196,7 @@ def minibatches(*tensors: torch.Tensor, batch_size: int, seed: int = 0) -> Itera
     n = len(tensors[0])
     if any(len(t) != n for t in tensors):
         raise ValueError("all tensors must have the same length")
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(runtime.shifted(seed))
     while True:
         order = torch.randperm(n, generator=gen)
         for start in range(0, n, batch_size):

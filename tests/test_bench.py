@@ -63,3 +63,34 @@ def test_the_course_training_loops_record_their_runs(tmp_path, monkeypatch):
     assert runs[0]["steps"] == 3 and runs[0]["images_per_s"] > 0 and runs[0]["value"] > 0
     assert runs[1]["steps"] == 4 and runs[1]["metric"] == "held-out accuracy" and 0 <= runs[1]["value"] <= 1
 
+
+
+def _full_runs():
+    spec = importlib.util.spec_from_file_location("bench_full_runs", ROOT / "bench" / "full_runs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.notebook
+def test_a_full_run_records_errors_stderr_and_claims_and_goes_on_past_an_error(tmp_path, monkeypatch):
+    full_runs = _full_runs()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in (
+        "import os, sys\nfrom dlcourse import claims, runtime\nassert not runtime.is_fast()",
+        "raise ValueError('the demo broke')",
+        "print('careful', file=sys.stderr)",
+        "claims.claim('seed shift', runtime.shifted(0), '1', 0)\n"
+        "claims.claim('threads', float(os.environ['OMP_NUM_THREADS']), '2', 0)")])
+    path = tmp_path / "99_toy.ipynb"
+    nbformat.write(nb, path)
+    for name in ("DLCOURSE_FAST", "DLCOURSE_SEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # run_one sets them for its kernel; put them back after
+    record = full_runs.run_one(path, seed=1, threads=2, timeout=120)
+    assert record["seconds"] > 0
+    assert record["errors"] == ["code cell 2: ValueError: the demo broke"]
+    assert record["stderr"] == ["code cell 3: careful"]
+    assert [(c["what"], c["value"]) for c in record["claims"]] == [("seed shift", 1.0), ("threads", 2.0)]
+    again = {**record, "claims": [{**c, "measured": c["measured"] + 0.5} for c in record["claims"]]}
+    table = full_runs.spread({"a": record, "b": again})
+    assert table["seed shift"] == {"stated": "1", "tolerance": 0, "values": {"a": 1.0, "b": 1.5}, "min": 1.0,
+                                   "max": 1.5, "spread": 0.5, "median": 1.25}

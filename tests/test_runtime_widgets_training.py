@@ -87,6 +87,22 @@ def test_seed_everything_reproduces():
     assert torch.equal(torch.randn(2, generator=gen), torch.randn(2, generator=torch.Generator().manual_seed(3)))
 
 
+def test_a_seed_shift_moves_training_seeds_and_nothing_else(monkeypatch):
+    x = torch.arange(12.0).unsqueeze(1)
+    base = [b[0].flatten().tolist() for b, _ in zip(training.minibatches(x, batch_size=4), range(3), strict=False)]
+    split = data.digits(test_fraction=0.25, seed=0).y_test
+    monkeypatch.setenv("DLCOURSE_SEED", "1")
+    assert runtime.shifted(5) == 6
+    runtime.seed_everything(3)
+    assert torch.equal(torch.randn(3), torch.randn(3, generator=torch.Generator().manual_seed(4)))
+    moved = [b[0].flatten().tolist() for b, _ in zip(training.minibatches(x, batch_size=4), range(3), strict=False)]
+    assert moved != base and sorted(sum(moved, [])) == sorted(sum(base, []))  # another order of the same data
+    assert torch.equal(data.digits(test_fraction=0.25, seed=0).y_test, split)  # the held-out split stays put
+    monkeypatch.setenv("DLCOURSE_SEED", "one")
+    with pytest.raises(ValueError, match="DLCOURSE_SEED must be an integer"):
+        runtime.shifted(0)
+
+
 def test_environment_report_has_the_essentials():
     report = runtime.environment_report()
     for key in ("python", "torch", "device", "cpu threads (torch)", "FAST mode", "gpu", "nbgrader"):

@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from dlcourse import training
+from dlcourse import runtime, training
 from dlcourse.datasets import shakespeare
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4 in every vocabulary the chapter trains
@@ -262,7 +262,7 @@ def pretrain(model: nn.Module, data: PairData, mask_tokens: Callable, vocab_size
     masks a fresh random batch with ``mask_tokens`` (the student's, seeded by the step), so the masks are
     dynamic as in RoBERTa. ``nsp_weight = 0`` is RoBERTa's ablation: no NSP loss. A fixed number of steps
     (not of seconds) makes the run, and the number it reaches, the same on every machine."""
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(runtime.shifted(seed))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     run = PretrainRun()
     start = time.perf_counter()
@@ -373,7 +373,7 @@ def fit(model: nn.Module, inputs: dict[str, torch.Tensor], labels: torch.Tensor,
         seed: int = 0) -> FitResult:
     """Train a classifier on (inputs, labels) for ``steps`` AdamW steps (warm-up, cosine decay, only the
     parameters that require gradients); returns held-out accuracy."""
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(runtime.shifted(seed))
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
     start = time.perf_counter()
@@ -547,7 +547,7 @@ def train_elmo(model: TinyELMo, stream: torch.Tensor, steps: int, window: int = 
                lr: float = 3e-3, seed: int = 0) -> list[float]:
     """Train both language models of ``model`` on random windows of the token stream (N,) for ``steps`` Adam
     steps; returns the loss per step (forward + backward cross-entropy)."""
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(runtime.shifted(seed))
     opt = torch.optim.Adam([p for n, p in model.named_parameters() if n not in ("mix_logits", "gamma")], lr=lr)
     losses = []
     model.train()

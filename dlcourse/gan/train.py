@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn as nn
 
-from dlcourse import training
+from dlcourse import runtime, training
 
 # ------------------------------------------------------------------------------------------------ data
 
@@ -170,7 +170,7 @@ def train_gan(
     ``step`` returns (discriminator loss, generator loss) as floats. Every ``snapshot_every`` steps (and at
     the end) the generator's outputs for ``fixed_z`` are kept, on the CPU.
     """
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(runtime.shifted(seed))
     opt_G = torch.optim.Adam(G.parameters(), lr=lr, betas=betas)
     opt_D = torch.optim.Adam(D.parameters(), lr=lr, betas=betas)
     run = GANRun()

@@ -25,6 +25,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from dlcourse import runtime
+
 Update = Callable[..., tuple[torch.Tensor, dict]]
 LrLambda = Callable[[int], float]
 
@@ -200,7 +202,7 @@ def fit_classifier(
     at the end the validation loss and accuracy are recorded; ``should_stop(val_loss)`` (e.g. an early
     stopper) may end the run there. A non-finite training loss ends the run too (the loss is recorded).
     """
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(runtime.shifted(seed))
     run = Run()
     params = [p for p in model.parameters() if p.requires_grad]
     for step in range(1, steps + 1):

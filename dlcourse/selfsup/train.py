@@ -28,7 +28,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from dlcourse import training
+from dlcourse import runtime, training
 
 Views = Callable[[torch.Tensor, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
 Rotate = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
@@ -137,7 +137,7 @@ class History:
 
 
 def _batches(n: int, batch: int, steps: int, seed: int):
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(runtime.shifted(seed))
     for _ in range(steps):
         yield torch.randint(n, (min(batch, n),), generator=generator), generator
 

@@ -19,6 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from dlcourse import runtime
+
 CLS = 0  # token id of [CLS]; signals are 1 … classes; noise tokens follow
 
 
@@ -65,7 +67,7 @@ class LongRangeClassifier(nn.Module):
 
 def batches(batch: int, n: int, classes: int, noise: int, seed: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """An endless seeded stream of :func:`signal_batch` batches."""
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(runtime.shifted(seed))
     while True:
         yield signal_batch(batch, n, classes, noise, gen)
 

@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from dlcourse import training
+from dlcourse import runtime, training
 
 # The student's functions, as the demo passes them in.
 Reparameterize = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -147,8 +147,8 @@ def _train(model: nn.Module, x_train: torch.Tensor, step_loss: Callable[[torch.T
     ``lr``, batches of ``x_train`` binarized afresh (unless ``dynamic_binarization`` is off) with the noise
     generator, and ``step_loss(x, noise) → (loss, reconstruction, kl)`` for each batch."""
     device = x_train.device
-    gen = torch.Generator().manual_seed(seed)
-    noise = torch.Generator(device=device).manual_seed(seed + 1)
+    gen = torch.Generator().manual_seed(runtime.shifted(seed))
+    noise = torch.Generator(device=device).manual_seed(runtime.shifted(seed + 1))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     batches = _batches(len(x_train), min(batch_size, len(x_train)), gen)
     run = TrainRun()
@@ -242,7 +242,7 @@ def train_linear_autoencoder(x: torch.Tensor, latent_dim: int, *, steps: int = 3
     orthonormal Q), which is as far from the principal subspace as chance makes it, but away from the saddle
     point at zero weights where small random weights would linger.
     """
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(runtime.shifted(seed))
     model = LinearAutoencoder(x.shape[1], latent_dim)
     q, _ = torch.linalg.qr(torch.randn(x.shape[1], latent_dim, generator=gen))  # (D, k), orthonormal columns
     with torch.no_grad():
