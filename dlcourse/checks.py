@@ -35,7 +35,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dlcourse.grading import guards
-from dlcourse.grading.common import CheckFailure, ForbiddenCall, attribute_path
+from dlcourse.grading.common import CheckFailure, ForbiddenCall, attribute_path, describe_case
 from dlcourse.grading.common import random_projection as _random_projection
 from dlcourse.grading.remote import is_remote
 from dlcourse.grading.wire import Record
@@ -62,6 +62,10 @@ __all__ = [
     "fixed_tensor",
     "fixed_weights",
     "compare_modules",
+    "compare_forward",
+    "difference_kinds",
+    "localise",
+    "describe_case",
     "assert_same_object",
     "assert_untampered",
 ]
@@ -251,7 +255,9 @@ def assert_close(
     a, e = np.asarray(a, dtype=kind), np.asarray(e, dtype=kind)
     if a.shape != e.shape:
         raise CheckFailure(f"{name}: shape {a.shape}, expected {e.shape}")
-    _compare_arrays(a, e, tol, name, equal_nan)
+    float64 = isinstance(expected, _TensorType) and expected.dtype == torch.float64 or (
+        isinstance(expected, np.ndarray) and expected.dtype == np.float64)
+    _compare_arrays(a, e, tol, name, equal_nan, float64=float64)
 
 
 def _same_container(actual: Any, expected: Any) -> bool:
@@ -273,7 +279,8 @@ def _fmt(x: Any) -> str:
     return f"{x:.6g}"
 
 
-def _compare_arrays(a: np.ndarray, e: np.ndarray, tol: Tolerance, name: str, equal_nan: bool) -> None:
+def _compare_arrays(a: np.ndarray, e: np.ndarray, tol: Tolerance, name: str, equal_nan: bool,
+                    float64: bool = False) -> None:
     __tracebackhide__ = True
     with np.errstate(invalid="ignore", over="ignore"):
         a_nan, e_nan = np.isnan(a), np.isnan(e)
@@ -313,9 +320,81 @@ def _compare_arrays(a: np.ndarray, e: np.ndarray, tol: Tolerance, name: str, equ
     if finite_bad.any():
         masked = np.where(finite_bad, diff, -1.0)
         idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(masked)), a.shape)) if a.ndim else ()
+        shown_a, shown_e = _fmt_pair(a[idx], e[idx])
         lines.append(f"  largest |actual - expected| = {diff[idx]:.3g} at {_where(idx)}: "
-                     f"actual {_fmt(a[idx])}, expected {_fmt(e[idx])}")
+                     f"actual {shown_a}, expected {shown_e}")
+    lines += ["  " + kind for kind in difference_kinds(a, e, bad, float64=float64)]
     raise CheckFailure("\n".join(lines))
+
+
+def _fmt_pair(a: Any, e: Any) -> tuple[str, str]:
+    """``a`` and ``e`` with as many significant digits as it takes to tell them apart (6 to 17)."""
+    __tracebackhide__ = True
+    for digits in (6, 9, 12, 17):
+        shown = f"{a:.{digits}g}", f"{e:.{digits}g}"
+        if shown[0] != shown[1]:
+            return shown
+    return shown
+
+
+def _list(indices: Sequence[int], most: int = 8) -> str:
+    __tracebackhide__ = True
+    shown = ", ".join(str(int(i)) for i in indices[:most])
+    return shown + (f", … ({len(indices)} in all)" if len(indices) > most else "")
+
+
+def difference_kinds(a: np.ndarray, e: np.ndarray, bad: np.ndarray | None = None, float64: bool = False) -> list[str]:
+    """What kind of difference separates ``a`` from the expected ``e`` (same shape), in the words every
+    exercise uses: a constant factor or offset, the opposite sign, two axes swapped (a transposition), the
+    differences confined to some indices of an axis, a difference at float32's rounding level. Says what is
+    seen, never the fix; empty when none of these describes it."""
+    __tracebackhide__ = True
+    kinds: list[str] = []
+    if a.shape != e.shape or a.size < 2 or np.iscomplexobj(a) or np.iscomplexobj(e):
+        return kinds
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(a) & np.isfinite(e)
+        bad = ~np.isclose(a, e, rtol=1e-5, atol=1e-6) if bad is None else bad
+        if not bad.any():
+            return kinds
+        if finite.all():
+            scale = float(np.abs(e).max())
+            nonzero = np.abs(e) > 1e-6 * scale
+            if scale > 0 and nonzero.sum() >= 2:
+                ratio = a[nonzero] / e[nonzero]
+                r = float(np.median(ratio))
+                steady = np.all(np.abs(ratio - r) <= 1e-3 * abs(r)) and np.all(np.abs(a[~nonzero]) <= 1e-5 * scale)
+                if steady and abs(r + 1) < 1e-3:
+                    kinds.append("every value has the opposite sign of the expected one")
+                elif steady and abs(r - 1) > 1e-3 and abs(r) > 1e-6:
+                    factor = f"{r:.2f}" if 0.01 <= abs(r) < 1000 else f"{r:.3g}"
+                    kinds.append(f"every value is {factor}× the expected one (one constant factor throughout)")
+            offset = a - e
+            middle = float(np.median(offset))
+            if abs(middle) > 1e-6 and np.all(np.abs(offset - middle) <= 1e-4 * max(abs(middle), 1e-12) + 1e-7):
+                kinds.append(f"every value is off by the same amount, {middle:+.4g}")
+            for i in range(a.ndim):
+                for j in range(i + 1, a.ndim):
+                    if a.shape[i] == a.shape[j] > 1 and np.allclose(np.swapaxes(a, i, j), e, rtol=1e-4, atol=1e-6):
+                        kinds.append(f"your result is the expected one with axes {i} and {j} swapped (a transposition)")
+        if a.ndim >= 1:
+            confined = []
+            for axis in range(a.ndim):
+                if a.shape[axis] < 2:
+                    continue
+                other = tuple(k for k in range(a.ndim) if k != axis)
+                rows = np.flatnonzero(bad.any(axis=other) if other else bad)
+                if 0 < len(rows) < a.shape[axis]:
+                    confined.append(f"index {_list(rows)} of axis {axis} (size {a.shape[axis]})")
+            if confined:
+                kinds.append("the differences lie only at " + "; and at ".join(confined[:2])
+                             + "; everything else matches")
+        if float64 and finite[bad].all():
+            relative = np.abs(a - e)[bad] / np.maximum(np.abs(e)[bad], 1e-30)
+            if float(relative.max()) < 1e-5:
+                kinds.append(f"the differences are at float32's rounding level (largest relative {relative.max():.1e}) "
+                             "for float64 inputs: part of the computation ran in float32")
+    return kinds
 
 
 def assert_equal(actual: Any, expected: Any, name: str = "output") -> None:
@@ -484,8 +563,11 @@ def _call_student(fn: Callable, args: Sequence, kwargs: dict, forbidden: Iterabl
         raise
     except NotImplementedError as err:
         raise CheckFailure(f"{label}: not implemented yet ({err or 'NotImplementedError'})") from err
-    except Exception as err:  # the student's exception, reported as a failed check
-        raise CheckFailure(f"{label} raised {type(err).__name__}: {err}") from err
+    except Exception as err:  # the student's exception, reported as a failed check, with the case it met
+        kind = getattr(err, "remote_type", "") or type(err).__name__
+        case = "" if getattr(err, "case_named", False) else describe_case(args, kwargs)
+        raise CheckFailure(f"{label} raised {kind}" + (f" when called with {case}" if case else "") + f": {err}") \
+            from err
 
 
 def call(student: Callable, *args: Any, name: str | None = None, forbidden: Iterable[str] = (),
@@ -768,19 +850,147 @@ def compare_modules(
 
     got, got_in, got_params = run(student, True)
     want, want_in, want_params = run(oracle, False)
-    if output_names and isinstance(want, tuple | list):
-        if not isinstance(got, tuple | list) or len(got) != len(want):
-            raise CheckFailure(f"{label}: expected a tuple ({', '.join(output_names)}), got {type(got).__name__}")
-        for what, g, w in zip(output_names, got, want, strict=False):
-            assert_close(_detach_all(g), _detach_all(w), tol=tol, name=f"{label}: {what}")
-    else:
-        assert_close(_detach_all(got), _detach_all(want), tol=tol, name=f"{label} output")
+    try:
+        if output_names and isinstance(want, tuple | list):
+            if not isinstance(got, tuple | list) or len(got) != len(want):
+                raise CheckFailure(f"{label}: expected a tuple ({', '.join(output_names)}), got {type(got).__name__}")
+            for what, g, w in zip(output_names, got, want, strict=False):
+                assert_close(_detach_all(g), _detach_all(w), tol=tol, name=f"{label}: {what}")
+        else:
+            assert_close(_detach_all(got), _detach_all(want), tol=tol, name=f"{label} output")
+    except CheckFailure as failure:
+        where = localise(student, oracle, inputs, kwargs, rename=rename, tol=tol, name=label)
+        if not where:
+            raise
+        raise CheckFailure(f"{failure}\n" + "\n".join(where)) from None
     names = _input_names(student, inputs)
     for name_i, g, w in zip(names, got_in, want_in, strict=True):
         assert_close(*_zeros_for_none(g, w), tol=grad_tol, name=f"{label}: gradient of {name_i}")
     for (k, g), (_, w) in zip(sorted(got_params.items()), sorted(_renamed(want_params, rename).items()),
                               strict=True):
         assert_close(*_zeros_for_none(g, w), tol=grad_tol, name=f"{label}: gradient of {k}")
+
+
+def _differs(a: Any, e: Any, tol: Tolerance) -> str:
+    """"" when ``a`` matches ``e`` within ``tol``; otherwise the kind of difference, in a few words."""
+    __tracebackhide__ = True
+    if a is None or e is None:
+        return "" if a is None and e is None else "one of the two is missing"
+    if tuple(a.shape) != tuple(e.shape):
+        return f"shape {tuple(a.shape)}, the oracle's {tuple(e.shape)}"
+    x, y = _to_numpy(a).astype(np.float64), _to_numpy(e).astype(np.float64)
+    with np.errstate(all="ignore"):
+        bad = ~(np.abs(x - y) <= tol.atol + tol.rtol * np.abs(y))
+    if not bad.any():
+        return ""
+    kinds = difference_kinds(x, y, bad)
+    return f"{int(bad.sum())} of {bad.size} values differ" + (f"; {kinds[0]}" if kinds else "")
+
+
+def _oracle_to_student(name: str, rename: dict[str, str] | None) -> str:
+    __tracebackhide__ = True
+    for source, target in (rename or {}).items():
+        if (name + ".").startswith(source):
+            return target + (name + ".")[len(source):-1] if (name + ".") != source else target.rstrip(".")
+    return name
+
+
+def localise(student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwargs: dict, *,  # noqa: PLR0913
+             rename: dict[str, str] | None = None, tol: Tolerance | None = None,
+             name: str = "your module") -> list[str]:
+    """Where ``student``'s forward pass first parts from ``oracle``'s: lines for a failure message, or none.
+
+    Both modules run again with a hook on every submodule (:mod:`dlcourse.grading.trace`); submodules are paired
+    by name (the oracle's through ``rename``, as the weights are), and in the order they finished the first pair
+    whose outputs differ is named, with whether its input already differed — then the difference arises in the
+    code that feeds it — and which submodules before it match. Says where and what kind, never the fix. Empty
+    when the modules have no submodules in common or the trace fails (the comparison's own message stands).
+    """
+    __tracebackhide__ = True
+    from dlcourse.grading.trace import submodule_trace
+
+    tol = Tolerance(rtol=max((tol or FLOAT32).rtol, 1e-4), atol=max((tol or FLOAT32).atol, 1e-5))
+    whose = "your module" if is_remote(student) else type(student).__name__
+    try:
+        theirs = (student.trace(inputs, kwargs) if is_remote(student)
+                  else submodule_trace(student, _clone(list(inputs)), _clone(kwargs)))
+        ours = submodule_trace(oracle, _clone(list(inputs)), _clone(kwargs))
+    except Exception:  # a trace is a courtesy: the comparison has already failed and says so
+        return []
+    counts: dict[str, int] = {}
+    student_calls: dict[tuple[str, int], tuple[Any, Any]] = {}
+    for sub, seen_in, seen_out in theirs:
+        counts[sub] = counts.get(sub, 0) + 1
+        student_calls[(sub, counts[sub])] = (seen_in, seen_out)
+    counts.clear()
+    matched: list[str] = []
+    for sub, seen_in, seen_out in ours:
+        counts[sub] = counts.get(sub, 0) + 1
+        key = (_oracle_to_student(sub, rename), counts[sub])
+        if key not in student_calls:
+            continue
+        call = key[0] + (f" (call {key[1]})" if key[1] > 1 else "")
+        their_in, their_out = student_calls[key]
+        out_kind = _differs(their_out, seen_out, tol)
+        if not out_kind:
+            matched.append(call)
+            continue
+        in_kind = _differs(their_in, seen_in, tol)
+        lines = [f"  where it first differs: the output of `{call}` ({out_kind})"]
+        if in_kind:
+            parent = key[0].rpartition(".")[0]
+            owner = f"`{parent}`" if parent else f"{whose}"
+            before = [m for m in matched if m.rpartition(".")[0] == parent]
+            after = f", after `{before[-1]}`" if before else ""
+            lines.append(f"  its input already differs ({in_kind}), while everything computed before it matches: "
+                         f"look at the code in {owner}'s forward that computes that input{after}, and at the values "
+                         "it reuses from earlier")
+        else:
+            lines.append(f"  its input matches the oracle's: the difference arises inside `{call}`")
+        if matched:
+            lines.append("  before it, these match: " + _names(matched))
+        return lines
+    if not matched:
+        return []
+    return [f"  every submodule's output matches the oracle's ({_names(matched)}): the difference arises in "
+            f"{whose}'s own forward code, outside its submodules"]
+
+
+def _names(calls: list[str], most: int = 6) -> str:
+    __tracebackhide__ = True
+    if len(calls) <= most:
+        return ", ".join(f"`{c}`" for c in calls)
+    return ", ".join(f"`{c}`" for c in calls[:2]) + f", … ({len(calls) - 3} more), " + f"`{calls[-1]}`"
+
+
+def compare_forward(
+    student: torch.nn.Module,
+    oracle: torch.nn.Module,
+    *inputs: Any,
+    rename: dict[str, str] | None = None,
+    tol: Tolerance | None = None,
+    name: str | None = None,
+    forbidden: Iterable[str] = (),
+    **kwargs: Any,
+) -> None:
+    """Run two modules that already hold the same weights on copies of the same inputs and compare their outputs.
+
+    For a visible test that checks a whole module's forward pass: when the outputs differ, the message also says
+    where the student's forward pass first parts from the oracle's (:func:`localise`; ``rename`` pairs the
+    oracle's submodule names with the student's, as for :func:`load_weights`). An error the student's code raises
+    names the inputs it met.
+    """
+    __tracebackhide__ = True
+    label = name or type(student).__name__
+    got = _call_student(student, _clone(list(inputs)), _clone(kwargs), forbidden, label)
+    want = oracle(*_clone(list(inputs)), **_clone(kwargs))
+    try:
+        assert_close(_detach_all(got), _detach_all(want), tol=tol, name=label)
+    except CheckFailure as failure:
+        where = localise(student, oracle, inputs, kwargs, rename=rename, tol=tol, name=label)
+        if not where:
+            raise
+        raise CheckFailure(f"{failure}\n" + "\n".join(where)) from None
 
 
 def _input_names(module: torch.nn.Module, inputs: Sequence[Any]) -> list[str]:

@@ -1,6 +1,7 @@
 """The checks API: messages say what is wrong, guards catch every alias, tampering is reported."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -311,3 +312,114 @@ def test_a_failed_check_shows_the_students_line_not_the_checks_frames():
         text = "".join(VerboseTB(theme_name="nocolor").structured_traceback(*sys.exc_info()))
     assert "student_cell()" in text and "my function" in text
     assert "skipping hidden" in text and "_call_student" not in text
+
+
+@pytest.mark.parametrize(("wrong", "kind"), [
+    (lambda e: 4 * e, "every value is 4.00× the expected one"),
+    (lambda e: -e, "every value has the opposite sign"),
+    (lambda e: e + 0.5, "every value is off by the same amount, +0.5"),
+    (lambda e: e.transpose(0, 1), "axes 0 and 1 swapped (a transposition)"),
+    (lambda e: torch.cat([e[:2], e[2:] + 1]), "the differences lie only at index 2, 3 of axis 0 (size 4)"),
+])
+def test_a_difference_is_named_by_its_kind(wrong, kind):
+    expected = checks.fixed_tensor((4, 4), phase=0.3)
+    with pytest.raises(CheckFailure, match=re.escape(kind)):
+        checks.assert_close(wrong(expected), expected)
+
+
+def test_no_kind_is_named_for_an_unrelated_result_and_float32_rounding_is_named_for_float64():
+    expected = checks.fixed_tensor((3, 5), phase=0.3).double()
+    assert checks.difference_kinds(checks.fixed_tensor((3, 5), phase=2.0).double().numpy(), expected.numpy()) == []
+    with pytest.raises(CheckFailure) as err:
+        checks.assert_close(expected.float().double() * (1 + 1e-7), expected, tol=checks.FLOAT64)
+    assert "float32's rounding level" in str(err.value) and "part of the computation ran in float32" in str(err.value)
+    # the two numbers shown differ in the digits shown
+    line = next(x for x in str(err.value).splitlines() if "largest" in x)
+    shown = re.findall(r"actual (\S+), expected (\S+)", line)[0]
+    assert shown[0] != shown[1]
+
+
+class _Block(torch.nn.Module):
+    def __init__(self, skip_residual: bool = False, scale_out: float = 1.0, inner_bug: bool = False) -> None:
+        super().__init__()
+        self.first, self.second, self.norm = torch.nn.Linear(6, 6), torch.nn.Linear(6, 6), torch.nn.LayerNorm(6)
+        self.skip_residual, self.scale_out, self.inner_bug = skip_residual, scale_out, inner_bug
+        if inner_bug:  # a sub-layer of its own whose forward is wrong
+            self.second = _Doubled(self.second)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.first(x))
+        h = h if self.skip_residual else x + h
+        return self.norm(self.second(h)) * self.scale_out
+
+
+class _Doubled(torch.nn.Module):
+    def __init__(self, inner: torch.nn.Linear) -> None:
+        super().__init__()
+        self.weight, self.bias = inner.weight, inner.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 2 * F.linear(x, self.weight, self.bias)
+
+
+@pytest.mark.parametrize(("student", "said"), [
+    (_Block(skip_residual=True), ["where it first differs: the output of `second`",
+                                  "its input already differs", "in _Block's forward that computes that input, "
+                                  "after `first`", "before it, these match: `first`"]),
+    (_Block(inner_bug=True), ["the output of `second`", "its input matches the oracle's: the difference arises "
+                                                        "inside `second`"]),
+    (_Block(scale_out=3.0), ["every value is 3.00× the expected one", "every submodule's output matches the "
+                             "oracle's (`first`, `second`, `norm`): the difference arises in _Block's own forward"]),
+])
+def test_a_module_that_differs_is_told_where_it_first_parts_from_the_oracle(student, said):
+    oracle = _Block()
+    checks.load_weights(student, oracle)
+    x = checks.fixed_tensor((2, 3, 6), phase=0.4)
+    for compare in (checks.compare_forward, checks.compare_modules):
+        with pytest.raises(CheckFailure) as err:
+            compare(student, oracle, x, name="block")
+        for words in said:
+            assert words in str(err.value), str(err.value)
+
+
+def test_submodules_are_paired_through_rename_and_calls_by_their_order():
+    class Wrapped(torch.nn.Module):
+        def __init__(self, bug: bool) -> None:
+            super().__init__()
+            self.inner, self.bug = _Block(skip_residual=bug), bug
+
+        def forward(self, x):
+            return self.inner(self.inner(x))  # the same submodule called twice
+
+    oracle, student = _Block(), Wrapped(bug=True)
+    checks.load_weights(student, oracle, rename={"first.": "inner.first.", "second.": "inner.second.",
+                                                 "norm.": "inner.norm."})
+    x = checks.fixed_tensor((2, 6), phase=0.4)
+    where = checks.localise(student, torch.nn.Sequential(oracle, oracle), [x], {},
+                            rename={"0.": "inner.", "1.": "inner."})
+    assert where[0].startswith("  where it first differs: the output of `inner.second`"), where
+    other = checks.localise(oracle, _Block(), [x], {})  # other weights: the first sub-layer already differs
+    assert other[1] == "  its input matches the oracle's: the difference arises inside `first`", other
+    assert checks.localise(torch.nn.Linear(6, 6), torch.nn.Linear(6, 6), [x], {}) == []  # no submodules
+
+
+def test_a_raised_error_names_the_case_it_met():
+    def answer(x, h, causal=False):
+        return F.linear(x, torch.ones(3, 5))
+
+    with pytest.raises(CheckFailure) as err:
+        checks.call(answer, torch.zeros(2, 4), torch.zeros(2, 3, dtype=torch.float64), causal=True, name="answer")
+    assert str(err.value).startswith("answer raised RuntimeError when called with a float32 tensor of shape (2, 4), "
+                                     "a float64 tensor of shape (2, 3), causal=True: mat1 and mat2")
+    from dlcourse.grading.channel import rebuild_error
+    from dlcourse.grading.remote import with_case
+
+    remote = rebuild_error({"type": "RuntimeError", "bases": ["RuntimeError"], "message": "index out of range"})
+    named = with_case(remote, [torch.zeros(3, dtype=torch.long)], {})
+    assert isinstance(named, RuntimeError) and named.case_named
+    assert str(named) == "when called with a int64 tensor of shape (3,): index out of range"
+    assert with_case(named, [1], {}) is named  # named once
+    with pytest.raises(CheckFailure) as err:
+        checks.call(lambda: (_ for _ in ()).throw(named), name="answer")
+    assert str(err.value) == ("answer raised RuntimeError: when called with a int64 tensor of shape (3,): "
+                              "index out of range")

@@ -168,6 +168,16 @@ class Agent:
             return {"value": value, "args": args, "kwargs": kwargs}
         return value
 
+    def op_trace(self, obj: Any, args: list, kwargs: dict, guards: Any = None) -> list:
+        """What each submodule of the module ``obj`` computed on ``args`` (:mod:`dlcourse.grading.trace`): for a
+        message that says where the student's module and the oracle part."""
+        from dlcourse.grading.trace import submodule_trace
+
+        if not isinstance(obj, torch.nn.Module):
+            raise TypeError("only a module can be traced")
+        with _guards(guards):
+            return [list(record) for record in submodule_trace(obj, args, kwargs)]
+
     def op_backward(self, obj: Any, args: list, kwargs: dict, wrt: list[int], seed: int, guards: Any = None,
                     params: bool = False) -> dict:
         xs = [a.detach().clone().requires_grad_(i in wrt) if isinstance(a, torch.Tensor) and i in wrt else a

@@ -43,6 +43,25 @@ def float_tensors(obj: Any) -> list[torch.Tensor]:
 _TensorType = torch.Tensor  # kept at import: the student's code may rebind torch.Tensor later
 
 
+def _describe(value: Any) -> str:
+    if isinstance(value, _TensorType):
+        return f"a {str(value.dtype).replace('torch.', '')} tensor of shape {tuple(value.shape)}"
+    if isinstance(value, tuple | list) and value and all(isinstance(v, _TensorType) for v in value):
+        return f"a {type(value).__name__} of {len(value)} tensors"
+    if isinstance(value, bool | int | float | str | type(None)):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:37] + "…"
+    return f"a {type(value).__name__}"
+
+
+def describe_case(args: Any, kwargs: dict) -> str:
+    """The inputs of a call in a few words ("a float32 tensor of shape (2, 4), a float32 tensor of shape
+    (2, 3), causal=True"): what a failure message names before the library's own message."""
+    __tracebackhide__ = True
+    parts = [_describe(a) for a in args] + [f"{k}={_describe(v)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
 def random_projection(out: Any, seed: int) -> Any:
     """``<out, R>`` summed over the floating-point tensors in ``out``, for a fixed random ``R`` (NaN as 0).
 

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 from dlcourse.grading import guards
-from dlcourse.grading.channel import Channel
-from dlcourse.grading.common import CheckFailure, ForbiddenCall, float_tensors
+from dlcourse.grading.channel import Channel, RemoteException
+from dlcourse.grading.common import CheckFailure, ForbiddenCall, describe_case, float_tensors
 
 
 def _special_errors() -> dict[str, type]:
@@ -47,14 +47,23 @@ class Remote:
         return self.call(args, kwargs)
 
     def call(self, args: Any, kwargs: dict, *, echo: bool = False, no_grad: bool = False) -> Any:
-        """Call the object in the kernel with the guards now in force (:mod:`dlcourse.grading.guards`)."""
-        return self._request("call", args=list(args), kwargs=dict(kwargs), guards=guards.active(), echo=echo,
-                             no_grad=no_grad)
+        """Call the object in the kernel with the guards now in force (:mod:`dlcourse.grading.guards`). An error
+        the student's code raises comes back as its own kind, its message led by the inputs it met."""
+        try:
+            return self._request("call", args=list(args), kwargs=dict(kwargs), guards=guards.active(), echo=echo,
+                                 no_grad=no_grad)
+        except RemoteException as err:
+            raise with_case(err, args, kwargs) from None
 
     def backward(self, args: Any, kwargs: dict, wrt: list[int], seed: int, params: bool = False) -> dict:
         """Run it on ``args``, project the output on a seeded random tensor, return the gradients."""
         return self._request("backward", args=list(args), kwargs=dict(kwargs), wrt=list(wrt), seed=seed,
                              guards=guards.active(), params=params)
+
+    def trace(self, args: Any, kwargs: dict) -> list:
+        """Each submodule's first input and output when the module runs on ``args``, in the kernel
+        (:func:`dlcourse.grading.trace.submodule_trace`)."""
+        return [tuple(r) for r in self._request("trace", args=list(args), kwargs=dict(kwargs), guards=guards.active())]
 
     def same(self, a: str, b: str) -> bool:
         """Whether attribute paths ``a`` and ``b`` of this object are the same object in the kernel."""
@@ -83,6 +92,16 @@ class Remote:
 
     def __repr__(self) -> str:
         return f"<{self._label or 'an object'} in the student's kernel>"
+
+
+def with_case(err: RemoteException, args: Any, kwargs: dict) -> BaseException:
+    """``err`` again, its message led by the inputs of the call that raised it (once: ``case_named``)."""
+    case = describe_case(args, kwargs)
+    if getattr(err, "case_named", False) or not case:
+        return err
+    again = type(err)(f"when called with {case}: {err}")
+    again.case_named = True
+    return again
 
 
 class Lender:
