@@ -61,7 +61,7 @@ def _show(value: float, stated: str) -> str:
 
 
 def claim(what: str, measured: float | None, stated: str, tolerance: float, *, recorded: float | None = None,
-          source: str = "measured here") -> Claim:
+          source: str = "measured here") -> None:
     """Print ``what``: the value shown and the text's ``stated`` number; keep it in :data:`SHOWN` for the claim
     test.
 
@@ -81,8 +81,7 @@ def claim(what: str, measured: float | None, stated: str, tolerance: float, *, r
     shown = Claim(what, stated, value, float(tolerance), None if measured is None else float(measured),
                   RECORDED if recorded is not None else source)
     SHOWN.append(shown)
-    print(line(shown))
-    return shown
+    print(line(shown))  # nothing returned: a claim that ends a cell shows its line, not a Claim(...) below it
 
 
 def line(shown: Claim) -> str:
