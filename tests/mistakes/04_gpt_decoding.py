@@ -121,6 +121,16 @@ MISTAKES = {
                      "k, v = torch.cat([k, past[0]], dim=2), torch.cat([v, past[1]], dim=2)"))),
     ],
     "gpt": [
+        ("the length check ignores the cache", _GPT.replace("if P + T > self.n_positions:", "if T > self.n_positions:")
+         + '''
+        positions = torch.arange(P, P + T, device=input_ids.device)
+        x = self.wte(input_ids) + self.wpe(positions)
+        present = []
+        for i, block in enumerate(self.h):
+            x, layer_cache = block(x, None if past is None else past[i])
+            present.append(layer_cache)
+        return lm.LMOutput(self.lm_head(self.ln_f(x)), present)
+'''),
         ("ln_1 before both sub-layers", _BLOCK + '''
         attended, present = self.attn(self.ln_1(x), past)
         x = x + attended
@@ -303,6 +313,21 @@ def prompt_masked_batch(examples, pad_id):
 '''),
     ],
     "greedy": [
+        ("an EOS id of 0 taken for no EOS", '''
+@torch.no_grad()
+def greedy_decode(model, input_ids, max_new_tokens, eos_token_id=None):
+    ids = input_ids
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool)
+    for _ in range(max_new_tokens):
+        next_token = model(ids).logits[:, -1].argmax(dim=-1)
+        if eos_token_id:
+            next_token = next_token.masked_fill(finished, eos_token_id)
+            finished |= next_token == eos_token_id
+        ids = torch.cat([ids, next_token[:, None]], dim=1)
+        if finished.all():
+            break
+    return ids
+'''),
         ("keeps going after every row has finished", '''
 @torch.no_grad()
 def greedy_decode(model, input_ids, max_new_tokens, eos_token_id=None):
@@ -393,6 +418,14 @@ def greedy_decode(model, input_ids, max_new_tokens, eos_token_id=None):
 '''),
     ],
     "filters": [
+        ("ties with the k-th logit dropped: exactly k kept", '''
+def top_k_filter(logits, k):
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    k = min(k, logits.shape[-1])
+    keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, logits.topk(k, dim=-1).indices, True)
+    return logits.masked_fill(~keep, float("-inf"))
+'''),
         ("a temperature of 0 is not refused", '''
 def apply_temperature(logits, temperature):
     if temperature < 0:
@@ -717,6 +750,25 @@ def block_repeated_ngrams(input_ids, logits, n):
 '''),
     ],
     "cache": [
+        ("an EOS id of 0 taken for no EOS", '''
+@torch.no_grad()
+def greedy_decode_cached(model, input_ids, max_new_tokens, eos_token_id=None):
+    ids = input_ids
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool)
+    if max_new_tokens == 0:
+        return ids
+    out = model(ids)
+    for step in range(max_new_tokens):
+        next_token = out.logits[:, -1].argmax(dim=-1)
+        if eos_token_id:
+            next_token = next_token.masked_fill(finished, eos_token_id)
+            finished |= next_token == eos_token_id
+        ids = torch.cat([ids, next_token[:, None]], dim=1)
+        if finished.all() or step == max_new_tokens - 1:
+            break
+        out = model(next_token[:, None], past=out.past)
+    return ids
+'''),
         ("one call too many: the last token is fed too", '''
 @torch.no_grad()
 def greedy_decode_cached(model, input_ids, max_new_tokens, eos_token_id=None):
