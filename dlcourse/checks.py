@@ -36,6 +36,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from dlcourse.grading import guards
 from dlcourse.grading.common import CheckFailure, ForbiddenCall, attribute_path, describe_case
+from dlcourse.grading.common import aliases as _aliases
 from dlcourse.grading.common import random_projection as _random_projection
 from dlcourse.grading.remote import is_remote
 from dlcourse.grading.wire import Record
@@ -55,6 +56,7 @@ __all__ = [
     "forbid",
     "call",
     "build_in_kernel",
+    "assert_fresh",
     "compare_with_oracle",
     "compare_gradients",
     "parameter_gradients",
@@ -582,6 +584,29 @@ def call(student: Callable, *args: Any, name: str | None = None, forbidden: Iter
     return _call_student(student, args, kwargs, forbidden, label)
 
 
+def assert_fresh(student: Callable, *args: Any, name: str | None = None, forbidden: Iterable[str] = (),
+                 **kwargs: Any) -> None:
+    """``student(*args, **kwargs)`` leaves its arguments as they were (tensors, and the dicts and lists that hold
+    them) and returns none of them: no returned dict or list is an argument's, no returned tensor shares memory
+    with a tensor argument (a state that aliases its input). In the grader both questions are asked in the
+    student's kernel, where the objects are."""
+    __tracebackhide__ = True
+    label = name or f"{getattr(student, '__name__', 'your function')}(...)"
+    s_args, s_kwargs = _clone(list(args)), _clone(kwargs)
+    if is_remote(student):
+        reply = _call_student(student, s_args, s_kwargs, forbidden, label,
+                              how=lambda: student.call(s_args, s_kwargs, echo=True))
+        after_args, after_kwargs = list(reply["args"]), dict(reply["kwargs"])
+        found = _call_student(student, args, kwargs, forbidden, label, how=lambda: student.aliases(args, kwargs))
+    else:
+        result = _call_student(student, s_args, s_kwargs, forbidden, label)
+        after_args, after_kwargs = s_args, s_kwargs
+        found = _aliases(result, s_args, s_kwargs)
+    _unchanged(label, args, kwargs, after_args, after_kwargs)
+    if found:
+        raise CheckFailure(f"{label}: " + "; ".join(found))
+
+
 def build_in_kernel(factory: str, *args: Any, **kwargs: Any) -> Any:
     """Call the course package's ``factory`` (a dotted path, ``"dlcourse.gan.train.toy_gan"``) where the answers run.
 
@@ -621,7 +646,8 @@ def compare_with_oracle(
     by hand cannot then call ``backward``).
 
     The student's function runs under :func:`forbid` with ``forbidden``; its inputs must come back
-    unchanged (an answer that writes into its arguments fails). Returns nothing: a value left as a test
+    unchanged (an answer that writes into its arguments, or into a dict or list it was given, fails — and is
+    told so before any difference in its result). Returns nothing: a value left as a test
     cell's last expression would be read by nbgrader as a partial-credit score.
     """
     __tracebackhide__ = True
@@ -634,17 +660,63 @@ def compare_with_oracle(
     else:
         with torch.no_grad() if no_grad else contextlib.nullcontext():
             got = _call_student(student, s_args, s_kwargs, forbidden, label)
+    _unchanged(label, args, kwargs, s_args, s_kwargs)  # first: a changed argument explains a wrong result too
     want = oracle(*_clone(list(args)), **_clone(kwargs))
     if exact:
         assert_equal(got, want, name=label)
     else:
         assert_close(got, want, tol=tol, name=label, check_dtype=check_dtype, equal_nan=equal_nan)
+
+
+def _unchanged(label: str, args: Sequence[Any], kwargs: dict, after_args: Sequence[Any], after_kwargs: dict) -> None:
+    """The arguments after the call (``after_*``) are what was passed: no tensor, dict or list changed in place."""
+    __tracebackhide__ = True
     inputs = list(enumerate(args)) + list(kwargs.items())
-    copies = list(enumerate(s_args)) + list(s_kwargs.items())
+    copies = list(enumerate(after_args)) + list(after_kwargs.items())
     for (which, before), (_, after) in zip(inputs, copies, strict=True):
+        where = f"argument #{which}" if isinstance(which, int) else f"argument {which!r}"
         if isinstance(before, _TensorType) and not _same_tensor(before, after):
-            where = f"argument #{which}" if isinstance(which, int) else f"argument {which!r}"
             raise CheckFailure(f"{label}: your function changed its {where} in place; return a new tensor instead")
+        changed = _changed_inside(before, after, "") if isinstance(before, dict | list) else ""
+        if changed:
+            raise CheckFailure(f"{label}: your function changed its {where} in place ({changed}); leave the "
+                               f"caller's {type(before).__name__} as it was and return a new one")
+
+
+def _changed_inside(before: Any, after: Any, path: str) -> str:
+    """How a dict or list argument (and the tensors in it) differs after the call: "" when it does not."""
+    __tracebackhide__ = True
+    if isinstance(before, dict):
+        if not isinstance(after, dict):
+            return f"{path or 'it'} is no longer a dict"
+        if set(before) != set(after):
+            added, gone = sorted(map(repr, set(after) - set(before))), sorted(map(repr, set(before) - set(after)))
+            return "; ".join(filter(None, [f"key {', '.join(added)} added to {path or 'it'}" if added else "",
+                                           f"key {', '.join(gone)} removed from {path or 'it'}" if gone else ""]))
+        for key in before:
+            found = _changed_inside(before[key], after[key], f"{path}[{key!r}]")
+            if found:
+                return found
+        return ""
+    if isinstance(before, list | tuple):
+        if not isinstance(after, list | tuple) or len(after) != len(before):
+            return f"{path or 'it'} changed length"
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+            found = _changed_inside(b, a, f"{path}[{i}]")
+            if found:
+                return found
+        return ""
+    if isinstance(before, _TensorType):
+        return "" if isinstance(after, _TensorType) and _same_tensor(before, after) else f"{path} was overwritten"
+    return "" if _same_scalar_safe(before, after) else f"{path} changed"
+
+
+def _same_scalar_safe(a: Any, b: Any) -> bool:
+    """Plain numbers, strings and None must come back equal; any other object is not judged here."""
+    __tracebackhide__ = True
+    if not isinstance(a, bool | int | float | str | type(None)):
+        return True
+    return type(a) is type(b) and (a == b or a != a and b != b)  # NaN stays NaN
 
 
 def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -74,3 +74,42 @@ def random_projection(out: Any, seed: int) -> Any:
     gen = torch.Generator().manual_seed(seed)
     return sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)).nan_to_num().sum()
                for o in outs)
+
+
+def _walk(value: Any, path: str):
+    """(path, object) for ``value`` and every dict, list, tuple and tensor inside it."""
+    yield path, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, f"{path}[{key!r}]")
+    elif isinstance(value, tuple | list):
+        for i, item in enumerate(value):
+            yield from _walk(item, f"{path}[{i}]")
+
+
+def _storage(t: torch.Tensor) -> int | None:
+    try:
+        return t.untyped_storage().data_ptr() if t.numel() else None
+    except Exception:  # noqa: BLE001 - a tensor without storage (meta, fake) aliases nothing
+        return None
+
+
+def aliases(result: Any, args: Any, kwargs: dict) -> list[str]:
+    """Where a function's ``result`` holds one of its arguments: a returned dict or list that *is* an argument's
+    (the caller's object, changed with it), or a returned tensor that shares memory with a tensor argument (a
+    later in-place change to one changes the other). Tensors inside an argument's dict (state handed over from
+    the previous step) may be returned as they are; the arguments themselves may not."""
+    named = [(f"argument #{i}", a) for i, a in enumerate(args)] + [(f"argument {k!r}", v) for k, v in kwargs.items()]
+    containers = {id(obj): f"{where}{path}" for where, arg in named for path, obj in _walk(arg, "")
+                  if isinstance(obj, dict | list)}
+    memory = {_storage(arg): where for where, arg in named if isinstance(arg, _TensorType) and _storage(arg)}
+    found = []
+    for path, obj in _walk(result, "the result"):
+        if isinstance(obj, dict | list) and id(obj) in containers:
+            found.append(f"{path} is {containers[id(obj)]} itself, not a new {type(obj).__name__}: the caller's "
+                         "object changes with it")
+        elif isinstance(obj, _TensorType) and _storage(obj) in memory:
+            found.append(f"{path} shares its memory with {memory[_storage(obj)]}: an in-place change to one "
+                         "(an optimizer zeroing its gradients, say) changes the other")
+    return found
+

@@ -60,6 +60,13 @@ class Remote:
         return self._request("backward", args=list(args), kwargs=dict(kwargs), wrt=list(wrt), seed=seed,
                              guards=guards.active(), params=params)
 
+    def aliases(self, args: Any, kwargs: dict) -> list[str]:
+        """Call the object in the kernel; where its result holds one of its arguments, in words."""
+        try:
+            return list(self._request("aliases", args=list(args), kwargs=dict(kwargs), guards=guards.active()))
+        except RemoteException as err:
+            raise with_case(err, args, kwargs) from None
+
     def trace(self, args: Any, kwargs: dict) -> list:
         """Each submodule's first input and output when the module runs on ``args``, in the kernel
         (:func:`dlcourse.grading.trace.submodule_trace`)."""

@@ -343,6 +343,8 @@ def padding_mask(lengths, max_len=None):
         ("projects with x @ W instead of x @ W^T", _mha(
             split="(x @ w + (0 if b is None else b)).view(B, n, H, Dh).transpose(1, 2)")),
         ("ignores attn_mask", _mha(attn="bias")),
+        ("projects the values from the key input", _mha(
+            qkv="split(query, w_q, b_q, L), split(key, w_k, b_k, S), split(key, w_v, b_v, S)")),
         ("reads every attn_mask as bool, so a float bias blocks", _mha(
             attn='bias.masked_fill(attn_mask.bool(), float("-inf"))')),
         ("padding mask applied to the queries instead of the keys", _mha(padding="key_padding_mask[:, None, :, None]")),

@@ -9,6 +9,27 @@ cell with several functions may be replaced by the one function the student got 
 
 MISTAKES = {
     "sgd": [
+        ("the first momentum buffer is the gradient tensor itself", '''
+def sgd_update(param, grad, state, *, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0):
+    d = grad + weight_decay * param if weight_decay != 0 else grad
+    new_state = dict(state)
+    if momentum != 0:
+        buf = state.get("momentum_buffer")
+        buf = d if buf is None else momentum * buf + (1 - dampening) * d
+        new_state["momentum_buffer"] = buf
+        d = d + momentum * buf if nesterov else buf
+    return param - lr * d, new_state
+'''),
+        ("the caller's state dict updated and returned", '''
+def sgd_update(param, grad, state, *, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0):
+    d = grad + weight_decay * param if weight_decay != 0 else grad
+    if momentum != 0:
+        buf = state.get("momentum_buffer")
+        buf = d.clone() if buf is None else momentum * buf + (1 - dampening) * d
+        state["momentum_buffer"] = buf
+        d = d + momentum * buf if nesterov else buf
+    return param - lr * d, state
+'''),
         ("momentum buffer started at zero instead of the first gradient", '''
 def sgd_update(param, grad, state, *, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0):
     d = grad + weight_decay * param
@@ -107,6 +128,21 @@ def sgd_update(param, grad, state, *, lr, momentum=0.0, dampening=0.0, nesterov=
 '''),
     ],
     "adam": [
+        ("the caller's state dict updated and returned", '''
+def adam_update(param, grad, state, *, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False):
+    beta1, beta2 = betas
+    state["step"] = state.get("step", 0) + 1
+    if weight_decay != 0:
+        if decoupled:
+            param = param * (1 - lr * weight_decay)
+        else:
+            grad = grad + weight_decay * param
+    state["exp_avg"] = beta1 * state.get("exp_avg", torch.zeros_like(param)) + (1 - beta1) * grad
+    state["exp_avg_sq"] = beta2 * state.get("exp_avg_sq", torch.zeros_like(param)) + (1 - beta2) * grad * grad
+    m_hat = state["exp_avg"] / (1 - beta1 ** state["step"])
+    v_hat = state["exp_avg_sq"] / (1 - beta2 ** state["step"])
+    return param - lr * m_hat / (v_hat.sqrt() + eps), state
+'''),
         ("AdamW shrinks the weights after the Adam step, not before", '''
 def adam_update(param, grad, state, *, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False):
     beta1, beta2 = betas

@@ -114,6 +114,33 @@ def jigsaw_batch(images, permutations, choice):
         ("positions one short: floor(u·(H − h)), the box never touches the bottom or right edge",
          _views(top="torch.floor(uniform(0.0, 1.0) * (h - box_h)).long()",
                 left="torch.floor(uniform(0.0, 1.0) * (w - box_w)).long()")),
+        ("the top row one short: floor(u·(H − h)), the box never touches the bottom edge",
+         _views(top="torch.floor(uniform(0.0, 1.0) * (h - box_h)).long()")),
+        ("aspect ratio uniform on [3/4, 4/3] instead of log-uniform", _views().replace(
+            "ratio = torch.exp(uniform(math.log(3 / 4), math.log(4 / 3)))", "ratio = uniform(3 / 4, 4 / 3)")),
+        ("one crop drawn for both views", '''
+def simclr_views(images, generator, *, scale=(0.2, 1.0), flip=0.5, jitter=0.4):
+    b, _, h, w = images.shape
+
+    def uniform(low, high):
+        return low + (high - low) * torch.rand(b, generator=generator, dtype=torch.float64)
+
+    area = uniform(*scale)
+    ratio = torch.exp(uniform(math.log(3 / 4), math.log(4 / 3)))
+    box_w = torch.round(w * torch.sqrt(area * ratio)).clamp(1, w).long()
+    box_h = torch.round(h * torch.sqrt(area / ratio)).clamp(1, h).long()
+    top = torch.floor(uniform(0.0, 1.0) * (h - box_h + 1)).long()
+    left = torch.floor(uniform(0.0, 1.0) * (w - box_w + 1)).long()
+    crop = selfsup.resized_crop(images, top, left, box_h, box_w)
+
+    def one_view():
+        flipped = uniform(0.0, 1.0) < flip
+        view = torch.where(flipped[:, None, None, None], crop.flip(-1), crop)
+        factor = uniform(1 - jitter, 1 + jitter).to(images.dtype)
+        return (view * factor[:, None, None, None]).clamp(0.0, 1.0)
+
+    return one_view(), one_view()
+'''),
         ("brightness only brightens: factor from U(1, 1 + j)",
          _views(factor="uniform(1, 1 + jitter).to(images.dtype)")),
         ("brightness factor from U(−j, j), the 1 + forgotten",
@@ -223,6 +250,17 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
 
     d_pos = distance(anchor, positive)
     d_neg = distance(positive, negative) if swap else distance(anchor, negative)
+    return torch.clamp(d_pos - d_neg + margin, min=0.0).mean()
+'''),
+        ("swap distance taken from the negative: d(n, p)", '''
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False):
+    def distance(x, y):
+        return ((x - y + eps).abs() ** p).sum(dim=-1) ** (1.0 / p)
+
+    d_pos = distance(anchor, positive)
+    d_neg = distance(anchor, negative)
+    if swap:
+        d_neg = torch.minimum(d_neg, distance(negative, positive))
     return torch.clamp(d_pos - d_neg + margin, min=0.0).mean()
 '''),
         ("hinge the wrong way round: d(a, n) − d(a, p) + m", '''
