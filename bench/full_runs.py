@@ -7,9 +7,11 @@ the wall time, every cell that raised, everything that reached stderr, and every
 
     python bench/full_runs.py [CHAPTER ...] [--runs "seed 1, 1 thread" ...] [--jobs 2]
 
-Results are merged into bench/results/full-runs.json: a chapter and run measured again replace their old
-entry, so the chapters can be measured a few at a time. With ``--jobs 2`` the two one-thread runs go side by
-side, one per core; the two-thread run always goes alone.
+Results are merged into bench/results/full-runs.json after every run: a chapter and run measured again replace
+their old entry, so the chapters can be measured a few at a time (``--runs`` picks the runs). With ``--jobs 2``
+the two one-thread runs go side by side, one per core; the two-thread run always goes alone, and on a machine
+doing nothing else: OpenMP's two threads wait for each other at every parallel region, so a core taken by other
+work slows the run many times over (chapter 02 took more than 17 minutes so, against 5 on one thread).
 """
 
 from __future__ import annotations
@@ -163,9 +165,10 @@ def main(argv: list[str] | None = None) -> int:
             for run, record in zip(single, pool.map(measure, [chapter] * len(single), single), strict=True):
                 entry["runs"][run] = {**record, "date": time.strftime("%Y-%m-%d %H:%M"),
                                       "beside": "another one-thread run" if args.jobs == 2 and len(single) > 1 else ""}
-        for run in [r for r in args.runs if RUNS[r][1] > 1]:
+        save(results)  # after every run: a long measurement stopped half-way keeps what it measured
+        for run in [r for r in args.runs if RUNS[r][1] > 1]:  # alone: two threads beside other work crawl
             entry["runs"][run] = {**measure(chapter, run), "date": time.strftime("%Y-%m-%d %H:%M"), "beside": ""}
-        save(results)
+            save(results)
         for run, record in entry["runs"].items():
             print(f"{chapter} · {run}: {record['seconds']} s, {len(record['errors'])} error(s), "
                   f"{len(record['stderr'])} stderr output(s), {len(record['claims'])} claim(s)", flush=True)

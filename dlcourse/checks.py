@@ -949,7 +949,9 @@ def _differs(a: Any, e: Any, tol: Tolerance) -> str:
     if a is None or e is None:
         return "" if a is None and e is None else "one of the two is missing"
     if tuple(a.shape) != tuple(e.shape):
-        return f"shape {tuple(a.shape)}, the oracle's {tuple(e.shape)}"
+        if tuple(a.squeeze().shape) != tuple(e.squeeze().shape):  # (10, 32) and (1, 10, 32) hold the same values
+            return f"shape {tuple(a.shape)}, the oracle's {tuple(e.shape)}"
+        a, e = a.squeeze(), e.squeeze()
     x, y = _to_numpy(a).astype(np.float64), _to_numpy(e).astype(np.float64)
     with np.errstate(all="ignore"):
         bad = ~(np.abs(x - y) <= tol.atol + tol.rtol * np.abs(y))
@@ -1010,13 +1012,16 @@ def localise(student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwarg
         in_kind = _differs(their_in, seen_in, tol)
         lines = [f"  where it first differs: the output of `{call}` ({out_kind})"]
         if in_kind:
-            parent = key[0].rpartition(".")[0]
+            parent = _parent(key[0])
             owner = f"`{parent}`" if parent else f"{whose}"
-            before = [m for m in matched if m.rpartition(".")[0] == parent]
+            before = [m for m in matched if _parent(m.split(" (")[0]) == parent]
             after = f", after `{before[-1]}`" if before else ""
             lines.append(f"  its input already differs ({in_kind}), while everything computed before it matches: "
                          f"look at the code in {owner}'s forward that computes that input{after}, and at the values "
                          "it reuses from earlier")
+        elif any(m.startswith(key[0] + ".") for m in matched):
+            lines.append(f"  its input matches the oracle's, and so do the outputs of its own submodules: the "
+                         f"difference arises in `{call}`'s own forward code")
         else:
             lines.append(f"  its input matches the oracle's: the difference arises inside `{call}`")
         if matched:
@@ -1026,6 +1031,17 @@ def localise(student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwarg
         return []
     return [f"  every submodule's output matches the oracle's ({_names(matched)}): the difference arises in "
             f"{whose}'s own forward code, outside its submodules"]
+
+
+def _parent(name: str) -> str:
+    """The module whose forward calls submodule ``name``: its name less the last part, and less the index of a
+    ModuleList or Sequential (``h.1``'s is the model, not ``h``)."""
+    __tracebackhide__ = True
+    parts = name.split(".")
+    last = parts.pop()
+    while last.isdigit() and parts:  # an item of a container: the container's owner calls it
+        last = parts.pop()
+    return ".".join(parts)
 
 
 def _names(calls: list[str], most: int = 6) -> str:
@@ -1043,21 +1059,22 @@ def compare_forward(
     tol: Tolerance | None = None,
     name: str | None = None,
     forbidden: Iterable[str] = (),
+    output: Callable[[Any], Any] = lambda out: out,
     **kwargs: Any,
 ) -> None:
     """Run two modules that already hold the same weights on copies of the same inputs and compare their outputs.
 
     For a visible test that checks a whole module's forward pass: when the outputs differ, the message also says
     where the student's forward pass first parts from the oracle's (:func:`localise`; ``rename`` pairs the
-    oracle's submodule names with the student's, as for :func:`load_weights`). An error the student's code raises
-    names the inputs it met.
+    oracle's submodule names with the student's, as for :func:`load_weights`). ``output`` picks what to compare
+    from each result (``lambda out: out.logits``). An error the student's code raises names the inputs it met.
     """
     __tracebackhide__ = True
     label = name or type(student).__name__
     got = _call_student(student, _clone(list(inputs)), _clone(kwargs), forbidden, label)
     want = oracle(*_clone(list(inputs)), **_clone(kwargs))
     try:
-        assert_close(_detach_all(got), _detach_all(want), tol=tol, name=label)
+        assert_close(_detach_all(output(got)), _detach_all(output(want)), tol=tol, name=label)
     except CheckFailure as failure:
         where = localise(student, oracle, inputs, kwargs, rename=rename, tol=tol, name=label)
         if not where:

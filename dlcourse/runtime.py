@@ -228,7 +228,8 @@ def _install_grading_watchdog() -> None:
 
 
 def setup_notebook(seed: int = 0, device: str | None = None, quiet: bool = False) -> torch.device:
-    """What every chapter's locked set-up cell calls: seeds, device, warnings to stdout, offline hub.
+    """What every chapter's locked set-up cell calls: seeds, device, warnings to stdout, offline hub, and errors
+    that name the inputs they met (:mod:`dlcourse.cases`).
 
     Under nbgrader, a cell that runs past the time limit is stopped with :class:`GradingTimeout`.
     Returns the device the chapter should use.
@@ -239,6 +240,9 @@ def setup_notebook(seed: int = 0, device: str | None = None, quiet: bool = False
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     warnings.showwarning = _warning_to_stdout
+    from dlcourse import cases
+
+    cases.install()  # an error inside a function a cell defines names the inputs it met
     seed_everything(seed)
     dev = get_device(device)
     projector = _presentation.from_environment()

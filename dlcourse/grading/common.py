@@ -43,7 +43,8 @@ def float_tensors(obj: Any) -> list[torch.Tensor]:
 _TensorType = torch.Tensor  # kept at import: the student's code may rebind torch.Tensor later
 
 
-def _describe(value: Any) -> str:
+def describe_value(value: Any) -> str:
+    """One value in a few words: "a float32 tensor of shape (2, 4)", "True", "a dict"."""
     if isinstance(value, _TensorType):
         return f"a {str(value.dtype).replace('torch.', '')} tensor of shape {tuple(value.shape)}"
     if isinstance(value, tuple | list) and value and all(isinstance(v, _TensorType) for v in value):
@@ -58,7 +59,7 @@ def describe_case(args: Any, kwargs: dict) -> str:
     """The inputs of a call in a few words ("a float32 tensor of shape (2, 4), a float32 tensor of shape
     (2, 3), causal=True"): what a failure message names before the library's own message."""
     __tracebackhide__ = True
-    parts = [_describe(a) for a in args] + [f"{k}={_describe(v)}" for k, v in kwargs.items()]
+    parts = [describe_value(a) for a in args] + [f"{k}={describe_value(v)}" for k, v in kwargs.items()]
     return ", ".join(parts)
 
 

@@ -17,23 +17,25 @@ import torch
 MAX_ELEMENTS = 2_000_000  # a trace larger than this is cut short (a message never needs more)
 
 
-def _first_float(value: Any) -> torch.Tensor | None:
+def _first_float(value: Any, floats: bool = True) -> torch.Tensor | None:
+    """The first tensor in ``value`` (tuples, lists, dicts, a Hugging Face output): floating-point only, unless
+    ``floats`` is False (an embedding's input is its integer ids)."""
     if isinstance(value, torch.Tensor):
-        return value.detach().clone() if value.is_floating_point() else None
+        return value.detach().clone() if value.is_floating_point() or not floats else None
     if isinstance(value, tuple | list):
         for item in value:
-            found = _first_float(item)
+            found = _first_float(item, floats)
             if found is not None:
                 return found
     if isinstance(value, dict):
-        return _first_float(list(value.values()))
+        return _first_float(list(value.values()), floats)
     hidden = getattr(value, "last_hidden_state", None)  # a Hugging Face output record
-    return _first_float(hidden) if hidden is not None else None
+    return _first_float(hidden, floats) if hidden is not None else None
 
 
 def submodule_trace(module: torch.nn.Module, args: Any, kwargs: dict) -> list[tuple[str, Any, Any]]:
-    """``module(*args, **kwargs)`` without gradients, with a hook on each named submodule: ``(name, first float
-    input, first float output)`` for each submodule call, in the order the calls finished. A submodule called
+    """``module(*args, **kwargs)`` without gradients, with a hook on each named submodule: ``(name, first input
+    tensor, first float output)`` for each submodule call, in the order the calls finished. A submodule called
     twice appears twice. The hooks are removed afterwards, also when the forward pass raises."""
     records: list[tuple[str, Any, Any]] = []
     budget = [MAX_ELEMENTS]
@@ -42,8 +44,8 @@ def submodule_trace(module: torch.nn.Module, args: Any, kwargs: dict) -> list[tu
         def record(_module: Any, inputs: Any, kwargs_in: Any, output: Any) -> None:
             if budget[0] <= 0:
                 return
-            seen_in = _first_float(inputs)
-            seen_in = seen_in if seen_in is not None else _first_float(kwargs_in)
+            seen_in = _first_float(inputs, floats=False)
+            seen_in = seen_in if seen_in is not None else _first_float(kwargs_in, floats=False)
             seen_out = _first_float(output)
             budget[0] -= sum(t.numel() for t in (seen_in, seen_out) if t is not None)
             records.append((name, seen_in, seen_out))
