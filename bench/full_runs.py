@@ -31,6 +31,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "bench" / "results" / "full-runs.json"
 RUNS = {"seed 0, 1 thread": (0, 1), "seed 1, 1 thread": (1, 1), "seed 0, 2 threads": (0, 2)}  # name: seed, threads
 MARK = "CLAIMS-SHOWN:"
@@ -112,6 +113,38 @@ def spread(chapter_runs: dict[str, dict]) -> dict[str, dict]:
     return table
 
 
+def _value(value: float, stated: str) -> str:
+    from dlcourse import claims
+
+    return claims._show(value, stated).lstrip("+")
+
+
+def spread_table(results: dict) -> str:
+    """Markdown: per chapter, every claim whose full-mode runs gave different values (the text's number, the
+    runs' range), and how many gave the same value in every run; what the README shows under "How much the
+    numbers move"."""
+    lines = ["| chapter | claim | the text | full-mode runs: lowest – highest | runs |",
+             "|---|---|---|---|---|"]
+    steady = []
+    for chapter, entry in sorted(results["chapters"].items()):
+        table = entry.get("claims", {})
+        same = 0
+        for what, row in table.items():
+            values = [v for v in row["values"].values() if v is not None]
+            if len(values) < 2:
+                continue
+            if row["spread"] == 0 or _value(row["min"], row["stated"]) == _value(row["max"], row["stated"]):
+                same += 1
+                continue
+            lines.append(f"| {chapter[:2]} | {what} | {row['stated']} | {_value(row['min'], row['stated'])} – "
+                         f"{_value(row['max'], row['stated'])} | {len(values)} |")
+        if same:
+            steady.append(f"{chapter[:2]}: {same}")
+    footer = ("Claims that printed the same value in every run (counts, closed forms, shipped models, and results "
+              "that did not move at the text's precision): " + ", ".join(steady) + ".") if steady else ""
+    return "\n".join(lines) + ("\n\n" + footer if footer else "") + "\n"
+
+
 def _child(chapter: str, run: str, out: Path) -> subprocess.Popen:
     cmd = [sys.executable, __file__, "--one", chapter, run, "--out", str(out)]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -143,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("chapters", nargs="*", help="chapters to run (default: all)")
     parser.add_argument("--runs", nargs="*", default=list(RUNS), choices=list(RUNS), help="which runs")
     parser.add_argument("--jobs", type=int, default=2, choices=(1, 2), help="one-thread runs side by side")
+    parser.add_argument("--table", action="store_true", help="print the claims' spread as Markdown, run nothing")
     parser.add_argument("--one", nargs=2, metavar=("CHAPTER", "RUN"), help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -151,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         seed, threads = RUNS[run]
         record = run_one(ROOT / "solutions" / chapter / f"{chapter}.ipynb", seed, threads)
         args.out.write_text(json.dumps(record))
+        return 0
+    if args.table:
+        print(spread_table(json.loads(RESULTS.read_text())), end="")
         return 0
     unknown = set(args.chapters) - set(chapters())
     if unknown:

@@ -14,6 +14,27 @@ Guards
   set-up cell imports it before any answer cell runs), and :func:`assert_untampered` reports when an
   answer has replaced torch, NumPy or these checks (``torch.allclose = lambda *a, **k: True``).
 
+One vocabulary
+--------------
+Every exercise names a failure with the same words, so a student learns them once:
+
+* **in place**: "your function changed its argument #2 in place (key 'step' added to it)" — tensors, and the
+  dicts and lists that hold them, checked before the result is (:func:`compare_with_oracle`, :func:`assert_fresh`);
+* **aliasing**: "the result[1]['momentum_buffer'] shares its memory with argument #1" (:func:`assert_fresh`);
+* **the global random state**: "the result depends on the global random state" (:func:`assert_seeded`);
+* **dtype, device, shape**: "dtype torch.float32, expected torch.float64";
+* **NaN and infinity**: where the first one is, and how many;
+* **the kind of a difference** (:func:`difference_kinds`): one constant factor ("every value is 4.00× the
+  expected one"), the opposite sign, a constant offset, two axes swapped, differences confined to some indices
+  of an axis, float32 rounding for float64 inputs;
+* **where in a module** (:func:`localise`, used by :func:`compare_modules` and :func:`compare_forward`): the first
+  submodule whose output differs, whether its input already did, and what matched before it;
+* **the case**: an error the student's code raises names the inputs it met ("raised RuntimeError when called
+  with a float32 tensor of shape (2, 4), …"), here, in the grader (:mod:`dlcourse.grading.remote`) and in the
+  notebook itself (:mod:`dlcourse.cases`).
+
+A message says what is wrong and where, never the fix.
+
 Every function here sets ``__tracebackhide__``: in a notebook, IPython then shows a failed check as the
 student's own line, the check's message and the one frame that raised it, not a page of this module's frames.
 """
@@ -57,6 +78,7 @@ __all__ = [
     "call",
     "build_in_kernel",
     "assert_fresh",
+    "assert_seeded",
     "compare_with_oracle",
     "compare_gradients",
     "parameter_gradients",
@@ -605,6 +627,44 @@ def assert_fresh(student: Callable, *args: Any, name: str | None = None, forbidd
     _unchanged(label, args, kwargs, after_args, after_kwargs)
     if found:
         raise CheckFailure(f"{label}: " + "; ".join(found))
+
+
+def _fresh_generators(x: Any) -> Any:
+    """``x`` with every ``torch.Generator`` in it replaced by a new one in the same state."""
+    __tracebackhide__ = True
+    if isinstance(x, torch.Generator):
+        copy = torch.Generator(device=x.device)
+        copy.set_state(x.get_state())
+        return copy
+    if isinstance(x, tuple | list):
+        return type(x)(_fresh_generators(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _fresh_generators(v) for k, v in x.items()}
+    return x
+
+
+def assert_seeded(student: Callable, *args: Any, name: str | None = None, forbidden: Iterable[str] = (),
+                  **kwargs: Any) -> None:
+    """``student(*args, **kwargs)`` gives the same result whatever the global random state: called twice, with
+    generators in the same state but ``torch.manual_seed`` 1 and then 2 before each call, it must return the
+    same values (every random number comes from the generator it was given)."""
+    __tracebackhide__ = True
+    label = name or f"{getattr(student, '__name__', 'your function')}(...)"
+    results = []
+    for global_seed in (1, 2):
+        if is_remote(student):
+            build_in_kernel("dlcourse.runtime.seed_everything", global_seed)  # the kernel's global state
+        else:
+            torch.manual_seed(global_seed)
+        results.append(_call_student(student, _fresh_generators(_clone(list(args))),
+                                     _fresh_generators(_clone(kwargs)), forbidden, label))
+    try:
+        assert_equal(*results, name=label)
+    except CheckFailure as failure:
+        raise CheckFailure(f"{label}: the result depends on the global random state (two calls with the same "
+                           f"generator, after torch.manual_seed(1) and torch.manual_seed(2), differ: "
+                           f"{str(failure).removeprefix(label + ': ')}); take every random number from the "
+                           "generator you are given") from None
 
 
 def build_in_kernel(factory: str, *args: Any, **kwargs: Any) -> Any:

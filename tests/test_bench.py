@@ -94,3 +94,18 @@ def test_a_full_run_records_errors_stderr_and_claims_and_goes_on_past_an_error(t
     table = full_runs.spread({"a": record, "b": again})
     assert table["seed shift"] == {"stated": "1", "tolerance": 0, "values": {"a": 1.0, "b": 1.5}, "min": 1.0,
                                    "max": 1.5, "spread": 0.5, "median": 1.25}
+
+
+def test_the_spread_table_lists_what_moved_and_counts_what_did_not():
+    full_runs = _full_runs()
+
+    def claim(what, stated, measured):
+        return {"what": what, "stated": stated, "value": measured, "tolerance": 0.01, "measured": measured,
+                "source": "measured here"}
+
+    runs = {"a": {"claims": [claim("accuracy", "96.0 %", 0.945), claim("count", "121", 121.0)]},
+            "b": {"claims": [claim("accuracy", "96.0 %", 0.972), claim("count", "121", 121.0)]}}
+    table = full_runs.spread_table({"chapters": {"02_transformer_blocks": {"runs": runs,
+                                                                           "claims": full_runs.spread(runs)}}})
+    assert "| 02 | accuracy | 96.0 % | 94.5 % – 97.2 % | 2 |" in table
+    assert "count" not in table.split("\n\n")[0] and table.rstrip().endswith("02: 1.")

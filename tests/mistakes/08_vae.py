@@ -139,6 +139,16 @@ def lerp(z0, z1, t):
 def lerp(z0, z1, t):
     return torch.stack([(1 - s) * z0 + s * z1 for s in t], dim=z0.dim() - 1)
 '''),
+        ("arccos of an unclamped cosine: NaN for parallel codes that round above 1", '''
+def slerp(z0, z1, t):
+    cos = (z0 * z1).sum(-1, keepdim=True) / (z0.norm(dim=-1, keepdim=True) * z1.norm(dim=-1, keepdim=True))
+    omega = torch.arccos(cos)
+    sin = torch.sin(omega)
+    tt = t.reshape(-1, *([1] * z0.dim()))
+    safe = torch.where(sin < 1e-6, torch.ones_like(sin), sin)
+    arc = (torch.sin((1 - tt) * omega) * z0 + torch.sin(tt * omega) * z1) / safe
+    return torch.where(sin < 1e-6, lerp(z0, z1, t), arc)
+'''),
         ("slerp with one angle for the whole batch", '''
 def slerp(z0, z1, t):
     cos = (z0 * z1).sum() / (z0.norm() * z1.norm())
