@@ -11,13 +11,15 @@ what a student who read the text too quickly writes). For each one:
 * at most 10 % of a chapter's catalogue may pass the visible tests.
 
 And no visible test contains its exercise's solution: a student must not be able to read the answer off
-the test. ``build/mistakes/<chapter>.md`` lists the mistakes only the grade reports, and why.
+the test. ``build/mistakes/<chapter>.md`` lists the mistakes only the grade reports, and why;
+``build/mistakes/<chapter>-messages.md`` what the visible tests told each mistake, for a reader to judge.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import re
 import textwrap
 
@@ -148,6 +150,23 @@ def _write_report(chapter: str, total: int, listed: dict[tuple[str, str], str]) 
     (REPORT / f"{chapter}.md").write_text("\n".join(lines) + "\n")
 
 
+def _record_message(chapter: str, exercise: str, what: str, shown) -> None:
+    """Keep what the visible test told this mistake, and rewrite ``build/mistakes/<chapter>-messages.md`` from every
+    message kept so far: a reader judges the feedback by reading it (the chapter's cases run on one worker)."""
+    folder = REPORT / "messages" / chapter
+    folder.mkdir(parents=True, exist_ok=True)
+    said = "(the visible test passes)" if shown.passed else (shown.message or "").strip()
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{exercise}-{what}").strip("-")[:120]
+    (folder / f"{slug}.json").write_text(json.dumps({"exercise": exercise, "mistake": what, "said": said}))
+    rows = sorted((json.loads(f.read_text()) for f in folder.glob("*.json")),
+                  key=lambda r: (r["exercise"], r["mistake"]))
+    lines = [f"# {chapter}: what the visible tests tell each typical mistake", ""]
+    for row in rows:
+        lines += [f"- **{row['exercise']} / {row['mistake']}**", "", "  ```",
+                  *("  " + line for line in row["said"].splitlines()[:8]), "  ```", ""]
+    (REPORT / f"{chapter}-messages.md").write_text("\n".join(lines))
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_no_visible_test_contains_its_solution(chapter):
     leaks = [f"{exercise}: {form}" for exercise, parts in exercises(chapter).items()
@@ -185,6 +204,7 @@ def test_a_typical_mistake_fails_the_hidden_tests_and_shows_in_the_visible_ones(
     assert graded.error_type in CHECK_ERRORS, (
         f"{chapter}/{exercise} ({what}): the hidden tests failed with {graded.error_type}, not a check failure: "
         f"{graded.message}")
+    _record_message(chapter, exercise, what, shown)
     reason = passes_visible(chapter).get((exercise, what))
     if reason is None:
         assert not shown.passed, (f"{chapter}/{exercise}: the visible test PASSED a typical mistake ({what}); "
