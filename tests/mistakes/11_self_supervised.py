@@ -141,6 +141,9 @@ def simclr_views(images, generator, *, scale=(0.2, 1.0), flip=0.5, jitter=0.4):
 
     return one_view(), one_view()
 '''),
+        ("flips tossed with the global random state", _views(
+            flip="flipped = torch.rand(b) < flip\n"
+                 "        view = torch.where(flipped[:, None, None, None], view.flip(-1), view)")),
         ("brightness only brightens: factor from U(1, 1 + j)",
          _views(factor="uniform(1, 1 + jitter).to(images.dtype)")),
         ("brightness factor from U(−j, j), the 1 + forgotten",
