@@ -246,3 +246,10 @@ if __name__ == "__main__":
     import sys
 
     main(sys.argv[1:])
+
+
+def test_the_readme_counts_the_catalogue_as_it_is():
+    total = sum(len(wrongs) for chapter in CHAPTERS for wrongs in load_mistakes(chapter).values())
+    said = re.search(r"Every one of the\s+([\d,]+)\s+typical mistakes", (ROOT / "README.md").read_text())
+    assert said, "the README no longer says how many typical mistakes the catalogue holds"
+    assert int(said.group(1).replace(",", "")) == total, f"the README says {said.group(1)}, the catalogue holds {total}"
