@@ -1003,14 +1003,15 @@ def compare_modules(
         assert_close(*_zeros_for_none(g, w), tol=grad_tol, name=f"{label}: gradient of {k}")
 
 
-def _differs(a: Any, e: Any, tol: Tolerance) -> str:
-    """"" when ``a`` matches ``e`` within ``tol``; otherwise the kind of difference, in a few words."""
+def _differs(a: Any, e: Any, tol: Tolerance) -> str | None:
+    """"" when ``a`` matches ``e`` within ``tol``; the kind of difference in a few words when it does not; None when
+    the two cannot be compared (one missing, or laid out in other shapes)."""
     __tracebackhide__ = True
     if a is None or e is None:
-        return "" if a is None and e is None else "one of the two is missing"
+        return "" if a is None and e is None else None
     if tuple(a.shape) != tuple(e.shape):
         if tuple(a.squeeze().shape) != tuple(e.squeeze().shape):  # (10, 32) and (1, 10, 32) hold the same values
-            return f"shape {tuple(a.shape)}, the oracle's {tuple(e.shape)}"
+            return None  # laid out differently (a convolution's map against a linear layer's tokens): not compared
         a, e = a.squeeze(), e.squeeze()
     x, y = _to_numpy(a).astype(np.float64), _to_numpy(e).astype(np.float64)
     with np.errstate(all="ignore"):
@@ -1022,11 +1023,14 @@ def _differs(a: Any, e: Any, tol: Tolerance) -> str:
 
 
 def _oracle_to_student(name: str, rename: dict[str, str] | None) -> str:
+    """The student's name for the oracle's submodule ``name``: the longest prefix of ``rename`` that fits."""
     __tracebackhide__ = True
-    for source, target in (rename or {}).items():
-        if (name + ".").startswith(source):
-            return target + (name + ".")[len(source):-1] if (name + ".") != source else target.rstrip(".")
-    return name
+    fits = [source for source in (rename or {}) if (name + ".").startswith(source)]
+    if not fits:
+        return name
+    source = max(fits, key=len)
+    target = rename[source]
+    return target + (name + ".")[len(source):-1] if (name + ".") != source else target.rstrip(".")
 
 
 def localise(student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwargs: dict, *,  # noqa: PLR0913
@@ -1066,6 +1070,8 @@ def localise(student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwarg
         call = key[0] + (f" (call {key[1]})" if key[1] > 1 else "")
         their_in, their_out = student_calls[key]
         out_kind = _differs(their_out, seen_out, tol)
+        if out_kind is None:
+            continue
         if not out_kind:
             matched.append(call)
             continue

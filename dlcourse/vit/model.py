@@ -62,6 +62,21 @@ def course_names(hf_name: str) -> tuple[str, int | None]:
     return name, None
 
 
+def course_module_names(hf_module: nn.Module) -> dict[str, str]:
+    """``{Hugging Face submodule name + ".": course name + "."}`` for every submodule whose parameters keep their
+    shape under the course's names (not the q, k, v projections, stacked into one): how a check pairs the two
+    models' sub-layers (:func:`dlcourse.checks.localise`)."""
+    found = {"vit.": ""}  # the model's own layers, by the same index
+    for hf_name, sub in hf_module.named_modules():
+        own = [name for name, _ in sub.named_parameters(recurse=False)]
+        if not hf_name or not own:
+            continue
+        name, third = course_names(f"{hf_name}.{own[0]}")
+        if third is None:
+            found[hf_name + "."] = name.rpartition(".")[0] + "."
+    return found
+
+
 def course_state_dict(hf_module: nn.Module) -> dict[str, torch.Tensor]:
     """The parameters of a Hugging Face ViT module (classifier, ViTEmbeddings or ViTLayer) under course names.
 

@@ -7,6 +7,11 @@ wrote it). They differ from the planted wrong answers of tests/mutants/00_welcom
 
 MISTAKES = {
     "softmax": [
+        ("the maximum of the whole tensor taken out, not each row's", """
+def softmax(x, dim=-1):
+    e = (x - x.max()).exp()
+    return e / e.sum(dim=dim, keepdim=True)
+"""),
         ("normalises over every element, not along dim", """
 def softmax(x, dim=-1):
     e = (x - x.amax(dim=dim, keepdim=True)).exp()
@@ -46,6 +51,24 @@ def softmax(x, dim=-1):
 """),
     ],
     "ce": [
+        ("the count of kept targets clamped to 1: 0, not NaN, when every target is ignored", """
+def cross_entropy(logits, targets, ignore_index=-100):
+    z = logits.reshape(-1, logits.shape[-1]); y = targets.reshape(-1)
+    keep = y != ignore_index
+    z = z - z.amax(dim=-1, keepdim=True)
+    log_probs = z - z.exp().sum(dim=-1, keepdim=True).log()
+    picked = log_probs.gather(1, torch.where(keep, y, 0)[:, None]).squeeze(1)
+    return -torch.where(keep, picked, 0.0).sum() / keep.sum().clamp(min=1)
+"""),
+        ("computed in float32 whatever the logits' dtype", """
+def cross_entropy(logits, targets, ignore_index=-100):
+    z = logits.float().reshape(-1, logits.shape[-1]); y = targets.reshape(-1)
+    keep = y != ignore_index
+    z = z - z.amax(dim=-1, keepdim=True)
+    log_probs = z - z.exp().sum(dim=-1, keepdim=True).log()
+    picked = log_probs.gather(1, torch.where(keep, y, 0)[:, None]).squeeze(1)
+    return -torch.where(keep, picked, 0.0).sum() / keep.sum()
+"""),
         ("the target's logit alone, no log-sum-exp", """
 def cross_entropy(logits, targets, ignore_index=-100):
     z = logits.reshape(-1, logits.shape[-1]); y = targets.reshape(-1)

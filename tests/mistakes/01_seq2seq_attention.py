@@ -262,6 +262,11 @@ MISTAKES = {
 ''' + _MASK + '''\
         weights = torch.softmax(scores, dim=-1)
         return (weights[:, :, None] * values).sum(dim=1), weights''')),
+        ("squeeze() without a dimension: a batch of one loses its batch axis", mul('''\
+        scores = (self.W(keys) @ query[:, :, None]).squeeze()
+''' + _MASK + '''\
+        weights = torch.softmax(scores, dim=-1)
+        return (weights[..., None] * values).sum(dim=-2), weights''')),
         ("mask inverted (True taken as a real key)", mul(_MUL_SCORES + '''\
         if key_padding_mask is not None:
             scores = scores.masked_fill(~key_padding_mask, float("-inf"))

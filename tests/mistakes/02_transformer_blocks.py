@@ -343,6 +343,7 @@ def padding_mask(lengths, max_len=None):
         ("projects with x @ W instead of x @ W^T", _mha(
             split="(x @ w + (0 if b is None else b)).view(B, n, H, Dh).transpose(1, 2)")),
         ("ignores attn_mask", _mha(attn="bias")),
+        ("the input projections' bias left out", _mha(split="F.linear(x, w).view(B, n, H, Dh).transpose(1, 2)")),
         ("projects the values from the key input", _mha(
             qkv="split(query, w_q, b_q, L), split(key, w_k, b_k, S), split(key, w_v, b_v, S)")),
         ("reads every attn_mask as bool, so a float bias blocks", _mha(
