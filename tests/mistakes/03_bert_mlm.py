@@ -242,6 +242,9 @@ MISTAKES = {
         ("'[UNK]' written instead of unk_token", wordpiece(unk='["[UNK]"]', on_fail='return ["[UNK]"]')),
         ("the empty word becomes [UNK]", wordpiece(empty="if not word:\n        return [unk_token]")),
         ("ids returned instead of pieces", wordpiece(append="vocab[piece]")),
+        ("a first piece accepted when only its ## form is in the vocabulary", wordpiece().replace(
+            "            if piece in vocab:\n",
+            "            if piece in vocab or (start == 0 and \"##\" + piece in vocab):\n")),
         ("the whole rest of the word never tried", wordpiece(first_end="len(word) - 1")),
     ],
     "masking": [

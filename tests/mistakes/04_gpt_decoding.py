@@ -121,6 +121,16 @@ MISTAKES = {
                      "k, v = torch.cat([k, past[0]], dim=2), torch.cat([v, past[1]], dim=2)"))),
     ],
     "gpt": [
+        ("a model filled to exactly n_positions refused", _GPT.replace("if P + T > self.n_positions:",
+                                                                      "if P + T >= self.n_positions:") + '''
+        positions = torch.arange(P, P + T, device=input_ids.device)
+        x = self.wte(input_ids) + self.wpe(positions)
+        present = []
+        for i, block in enumerate(self.h):
+            x, layer_cache = block(x, None if past is None else past[i])
+            present.append(layer_cache)
+        return lm.LMOutput(self.lm_head(self.ln_f(x)), present)
+'''),
         ("the length check ignores the cache", _GPT.replace("if P + T > self.n_positions:", "if T > self.n_positions:")
          + '''
         positions = torch.arange(P, P + T, device=input_ids.device)
