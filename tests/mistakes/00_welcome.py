@@ -7,11 +7,6 @@ wrote it). They differ from the planted wrong answers of tests/mutants/00_welcom
 
 MISTAKES = {
     "softmax": [
-        ("the maximum of the whole tensor taken out, not each row's", """
-def softmax(x, dim=-1):
-    e = (x - x.max()).exp()
-    return e / e.sum(dim=dim, keepdim=True)
-"""),
         ("normalises over every element, not along dim", """
 def softmax(x, dim=-1):
     e = (x - x.amax(dim=dim, keepdim=True)).exp()

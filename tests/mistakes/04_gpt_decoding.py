@@ -499,13 +499,6 @@ def top_p_filter(logits, p):
 '''),
     ],
     "sample": [
-        ("the uniform numbers drawn from the global random state", '''
-def sample_next(logits, generator=None):
-    probs = logits.float().softmax(dim=-1)
-    cdf = probs.cumsum(dim=-1)
-    u = torch.rand(logits.shape[0], 1) * cdf[:, -1:]
-    return torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp(max=logits.shape[-1] - 1)
-'''),
         ("one uniform number for the whole batch", '''
 def sample_next(logits, generator=None):
     probs = logits.float().softmax(dim=-1)
