@@ -95,6 +95,15 @@ def line(shown: Claim) -> str:
     return f"{shown.what}: {_show(shown.value, shown.stated)} ({shown.source}), {agree}"
 
 
+def fast_run(here: str, full: str) -> None:
+    """Under a demo's numbers, in FAST mode only, one line saying they are not the text's: this run's budget
+    (``here``, "5 steps") against full mode's (``full``, "200"), whose runs the text quotes."""
+    from dlcourse import runtime
+
+    if runtime.is_fast():
+        print(f"FAST mode: {here}, not {full}; the numbers the text quotes come from the course's full-mode runs")
+
+
 USUALLY = "full mode reaches it (the text quotes such a run)"
 
 

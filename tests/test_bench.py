@@ -15,11 +15,16 @@ from dlcourse.vae import train as vae
 from dlcourse.vit import train as vision
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+def _script(name: str):
+    """``bench/<name>.py`` as a module (the benchmarks are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _bench():
+    return _script("run")
 
 
 @pytest.mark.notebook
@@ -66,10 +71,7 @@ def test_the_course_training_loops_record_their_runs(tmp_path, monkeypatch):
 
 
 def _full_runs():
-    spec = importlib.util.spec_from_file_location("bench_full_runs", ROOT / "bench" / "full_runs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _script("full_runs")
 
 
 @pytest.mark.notebook
@@ -109,3 +111,15 @@ def test_the_spread_table_lists_what_moved_and_counts_what_did_not():
                                                                            "claims": full_runs.spread(runs)}}})
     assert "| 02 | accuracy | 96.0 % | 94.5 % – 97.2 % | 2 |" in table
     assert "count" not in table.split("\n\n")[0] and table.rstrip().endswith("02: 1.")
+
+
+def test_the_readme_shows_the_spread_the_full_runs_recorded():
+    full_runs = _full_runs()
+    recorded = json.loads((ROOT / "bench" / "results" / "full-runs.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    shown = readme.split("<!-- full-runs table:", 1)[1].split("-->", 1)[1]
+    shown = shown.split("<!-- end of the full-runs table -->")[0]
+    assert shown.strip() == full_runs.spread_table(recorded).strip(), \
+        "the README's spread table is not bench/results/full-runs.json's: run `bench/full_runs.py --table`"
+    assert all(not run["errors"] for entry in recorded["chapters"].values() for run in entry["runs"].values()), \
+        "a full-mode run recorded an error"

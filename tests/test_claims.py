@@ -134,3 +134,13 @@ def test_no_demo_fails_a_student_because_a_result_missed_its_target():
                                                                         source[found.start():end]):
                 raising.append(f"{chapter} cell {i}: {source[found.start():found.start() + 90]!r}")
     assert not raising, "demos that raise when a result misses its target:\n" + "\n".join(raising)
+
+
+def test_a_fast_run_says_its_numbers_are_not_the_texts_in_fast_mode_only(capsys, monkeypatch):
+    monkeypatch.setenv("DLCOURSE_FAST", "1")
+    claims.fast_run("5 steps", "200")
+    assert capsys.readouterr().out.strip() == ("FAST mode: 5 steps, not 200; the numbers the text quotes come from the "
+                                               "course's full-mode runs")
+    monkeypatch.setenv("DLCOURSE_FAST", "0")
+    claims.fast_run("200 steps", "200")
+    assert capsys.readouterr().out == ""
