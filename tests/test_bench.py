@@ -123,3 +123,34 @@ def test_the_readme_shows_the_spread_the_full_runs_recorded():
         "the README's spread table is not bench/results/full-runs.json's: run `bench/full_runs.py --table`"
     assert all(not run["errors"] for entry in recorded["chapters"].values() for run in entry["runs"].values()), \
         "a full-mode run recorded an error"
+
+
+def test_gpu_check_says_there_is_no_gpu_and_writes_nothing(capsys, tmp_path, monkeypatch):
+    gpu = _script("gpu")
+    monkeypatch.setattr(gpu, "RESULTS", tmp_path / "gpu.json")
+    assert gpu.main([], cuda=False) == 0
+    assert "no CUDA device here" in capsys.readouterr().out and not (tmp_path / "gpu.json").exists()
+
+
+@pytest.mark.notebook
+def test_gpu_check_measures_and_records_a_chapter(capsys, tmp_path, monkeypatch):
+    """The GPU run's logic, on the CPU: chapter 00 in full mode and graded, with DLCOURSE_DEVICE=cpu."""
+    gpu = _script("gpu")
+    monkeypatch.setattr(gpu, "RESULTS", tmp_path / "gpu.json")
+    for name in ("DLCOURSE_FAST", "DLCOURSE_DEVICE"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # the runs set them for their kernels; put them back
+    monkeypatch.setattr(gpu, "full_mode_on_gpu", lambda ch, real=gpu.full_mode_on_gpu: real(ch, device="cpu"))
+    monkeypatch.setattr(gpu, "graded_on_gpu", lambda ch, real=gpu.graded_on_gpu: real(ch, device="cpu"))
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "no GPU (a test)")
+    assert gpu.main(["00_welcome"], cuda=True) == 0
+    entry = json.loads((tmp_path / "gpu.json").read_text())["chapters"]["00_welcome"]
+    run, graded = entry["full mode"], entry["graded"]
+    assert run["seconds"] > 0 and run["errors"] == [] and run["peak_gpu_mib"] is None  # no GPU, no peak
+    assert [c["stated"] for c in run["claims"]] == ["1,797", "64"]
+    assert graded["tests lost"] == [] and graded["error"] == ""
+    assert "00_welcome: full mode" in capsys.readouterr().out
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(gpu.READ_PEAK)])
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{gpu.PEAK} 3145728\n")]
+    assert gpu.peak_bytes(nb) == 3 * 2**20
