@@ -70,16 +70,17 @@ def read_run(nb: nbformat.NotebookNode) -> dict:
     return {"errors": errors, "stderr": stderr, "claims": shown or []}
 
 
-def run_one(path: Path, seed: int, threads: int, timeout: float = CELL_TIMEOUT_S) -> dict:
-    """Execute ``path`` in full mode under seed shift ``seed`` on ``threads`` threads; :func:`read_run`'s
-    record with the wall time. A cell that raises is recorded and the run goes on to the end."""
+def full_mode(path: Path, env: dict[str, str], timeout: float = CELL_TIMEOUT_S,
+              extra: tuple[str, ...] = ()) -> tuple[dict, nbformat.NotebookNode]:
+    """Execute ``path`` in full mode with ``env`` added to this process's environment (the kernel inherits it),
+    the cells ``extra`` after the chapter's and :data:`READ_BACK` last: :func:`read_run`'s record with the wall
+    time, and the executed notebook. A cell that raises is recorded and the run goes on to the end."""
     sys.path.insert(0, str(ROOT / "autograder"))
     from kernels import SteadyNotebookClient, UnixSocketKernelManager
 
-    os.environ.update({"DLCOURSE_FAST": "0", "DLCOURSE_SEED": str(seed), "OMP_NUM_THREADS": str(threads),
-                       "MKL_NUM_THREADS": str(threads)})  # the kernel inherits this process's environment
+    os.environ.update({"DLCOURSE_FAST": "0", **env})
     nb = nbformat.read(path, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(READ_BACK))
+    nb.cells += [nbformat.v4.new_code_cell(source) for source in (*extra, READ_BACK)]
     start = time.perf_counter()
     failure = None
     try:
@@ -91,7 +92,13 @@ def run_one(path: Path, seed: int, threads: int, timeout: float = CELL_TIMEOUT_S
     record = {"seconds": round(time.perf_counter() - start, 1), **read_run(nb)}
     if failure:
         record["errors"].append(failure)
-    return record
+    return record, nb
+
+
+def run_one(path: Path, seed: int, threads: int, timeout: float = CELL_TIMEOUT_S) -> dict:
+    """``path`` in full mode under seed shift ``seed`` on ``threads`` threads (:func:`full_mode`'s record)."""
+    return full_mode(path, {"DLCOURSE_SEED": str(seed), "OMP_NUM_THREADS": str(threads),
+                            "MKL_NUM_THREADS": str(threads)}, timeout)[0]
 
 
 def spread(chapter_runs: dict[str, dict]) -> dict[str, dict]:

@@ -44,25 +44,12 @@ def peak_bytes(nb: nbformat.NotebookNode) -> int | None:
 
 def full_mode_on_gpu(chapter: str, timeout: float = 1800, device: str = "cuda") -> dict:
     """The chapter in full mode with its kernel on ``device`` (``DLCOURSE_DEVICE``; the GPU but in the tests):
-    seconds, peak GPU memory, errors, stderr and claims (read as ``bench/full_runs.py`` reads them)."""
+    seconds, peak GPU memory, errors, stderr and claims (``bench/full_runs.py``'s run and record)."""
     import full_runs
-    from kernels import SteadyNotebookClient, UnixSocketKernelManager
 
-    os.environ.update({"DLCOURSE_FAST": "0", "DLCOURSE_DEVICE": device})  # the kernel inherits them
-    path = ROOT / "solutions" / chapter / f"{chapter}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    nb.cells += [nbformat.v4.new_code_cell(READ_PEAK), nbformat.v4.new_code_cell(full_runs.READ_BACK)]
-    start, failure = time.perf_counter(), None
-    try:
-        SteadyNotebookClient(nb, timeout=timeout, kernel_name="dlcourse", allow_errors=True,
-                             kernel_manager_class=UnixSocketKernelManager,
-                             resources={"metadata": {"path": str(path.parent)}}).execute()
-    except Exception as err:  # a cell past its time limit or a dead kernel: recorded, never lost
-        failure = f"{type(err).__name__}: {str(err)[:300]}"
-    seconds = round(time.perf_counter() - start, 1)
-    record = full_runs.read_run(nb)  # the peak's cell counts as one of the chapter's: it prints to stdout only
-    record["errors"] += [failure] if failure else []
-    return {"seconds": seconds, "peak_gpu_mib": _mib(peak_bytes(nb)), **record}
+    record, nb = full_runs.full_mode(ROOT / "solutions" / chapter / f"{chapter}.ipynb", {"DLCOURSE_DEVICE": device},
+                                     timeout, extra=(READ_PEAK,))  # the peak's cell prints to stdout only
+    return {"seconds": record.pop("seconds"), "peak_gpu_mib": _mib(peak_bytes(nb)), **record}
 
 
 def _mib(value: int | None) -> float | None:
