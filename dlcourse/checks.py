@@ -615,11 +615,10 @@ def assert_fresh(student: Callable, *args: Any, name: str | None = None, forbidd
     __tracebackhide__ = True
     label = name or f"{getattr(student, '__name__', 'your function')}(...)"
     s_args, s_kwargs = _clone(list(args)), _clone(kwargs)
-    if is_remote(student):
+    if is_remote(student):  # one call in the kernel answers both questions
         reply = _call_student(student, s_args, s_kwargs, forbidden, label,
-                              how=lambda: student.call(s_args, s_kwargs, echo=True))
-        after_args, after_kwargs = list(reply["args"]), dict(reply["kwargs"])
-        found = _call_student(student, args, kwargs, forbidden, label, how=lambda: student.aliases(args, kwargs))
+                              how=lambda: student.aliases(s_args, s_kwargs))
+        after_args, after_kwargs, found = list(reply["args"]), dict(reply["kwargs"]), list(reply["aliases"])
     else:
         result = _call_student(student, s_args, s_kwargs, forbidden, label)
         after_args, after_kwargs = s_args, s_kwargs

@@ -168,14 +168,14 @@ class Agent:
             return {"value": value, "args": args, "kwargs": kwargs}
         return value
 
-    def op_aliases(self, obj: Any, args: list, kwargs: dict, guards: Any = None) -> list[str]:
-        """Call ``obj`` and say where its result holds one of its arguments (:func:`~dlcourse.grading.common.aliases`):
-        only this kernel can tell, since what crosses to the grader is a copy."""
+    def op_aliases(self, obj: Any, args: list, kwargs: dict, guards: Any = None) -> dict:
+        """Call ``obj``; where its result holds one of its arguments (:func:`~dlcourse.grading.common.aliases`:
+        only this kernel can tell, since what crosses to the grader is a copy), and the arguments after the call."""
         from dlcourse.grading.common import aliases
 
         with _guards(guards):
             result = obj(*args, **kwargs)
-        return aliases(result, args, kwargs)
+        return {"aliases": aliases(result, args, kwargs), "args": args, "kwargs": kwargs}
 
     def op_trace(self, obj: Any, args: list, kwargs: dict, guards: Any = None) -> list:
         """What each submodule of the module ``obj`` computed on ``args`` (:mod:`dlcourse.grading.trace`): for a

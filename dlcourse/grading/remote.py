@@ -60,10 +60,11 @@ class Remote:
         return self._request("backward", args=list(args), kwargs=dict(kwargs), wrt=list(wrt), seed=seed,
                              guards=guards.active(), params=params)
 
-    def aliases(self, args: Any, kwargs: dict) -> list[str]:
-        """Call the object in the kernel; where its result holds one of its arguments, in words."""
+    def aliases(self, args: Any, kwargs: dict) -> dict:
+        """Call the object in the kernel: where its result holds one of its arguments, in words (``"aliases"``), and
+        the arguments as the call left them (``"args"``, ``"kwargs"``)."""
         try:
-            return list(self._request("aliases", args=list(args), kwargs=dict(kwargs), guards=guards.active()))
+            return self._request("aliases", args=list(args), kwargs=dict(kwargs), guards=guards.active())
         except RemoteException as err:
             raise with_case(err, args, kwargs) from None
 
