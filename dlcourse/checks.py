@@ -990,16 +990,21 @@ def compare_modules(
         else:
             assert_close(_detach_all(got), _detach_all(want), tol=tol, name=f"{label} output")
     except CheckFailure as failure:
-        where = localise(student, oracle, inputs, kwargs, rename=rename, tol=tol, name=label)
-        if not where:
-            raise
-        raise CheckFailure(f"{failure}\n" + "\n".join(where)) from None
+        raise _located(failure, student, oracle, inputs, kwargs, rename, tol, label) from None
     names = _input_names(student, inputs)
     for name_i, g, w in zip(names, got_in, want_in, strict=True):
         assert_close(*_zeros_for_none(g, w), tol=grad_tol, name=f"{label}: gradient of {name_i}")
     for (k, g), (_, w) in zip(sorted(got_params.items()), sorted(_renamed(want_params, rename).items()),
                               strict=True):
         assert_close(*_zeros_for_none(g, w), tol=grad_tol, name=f"{label}: gradient of {k}")
+
+
+def _located(failure: CheckFailure, student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwargs: dict,
+             rename: dict[str, str] | None, tol: Tolerance | None, label: str) -> CheckFailure:
+    """``failure`` with :func:`localise`'s lines added: where the student's module first parts from the oracle."""
+    __tracebackhide__ = True
+    where = localise(student, oracle, inputs, kwargs, rename=rename, tol=tol, name=label)
+    return CheckFailure(f"{failure}\n" + "\n".join(where)) if where else failure
 
 
 def _differs(a: Any, e: Any, tol: Tolerance) -> str | None:
@@ -1141,10 +1146,7 @@ def compare_forward(
     try:
         assert_close(_detach_all(output(got)), _detach_all(output(want)), tol=tol, name=label)
     except CheckFailure as failure:
-        where = localise(student, oracle, inputs, kwargs, rename=rename, tol=tol, name=label)
-        if not where:
-            raise
-        raise CheckFailure(f"{failure}\n" + "\n".join(where)) from None
+        raise _located(failure, student, oracle, inputs, kwargs, rename, tol, label) from None
 
 
 def _input_names(module: torch.nn.Module, inputs: Sequence[Any]) -> list[str]:
