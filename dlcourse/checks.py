@@ -87,6 +87,8 @@ __all__ = [
     "fixed_weights",
     "compare_modules",
     "compare_forward",
+    "compare_attention",
+    "stored_steps",
     "difference_kinds",
     "localise",
     "describe_case",
@@ -1014,9 +1016,12 @@ def _differs(a: Any, e: Any, tol: Tolerance) -> str | None:
     if a is None or e is None:
         return "" if a is None and e is None else None
     if tuple(a.shape) != tuple(e.shape):
-        if tuple(a.squeeze().shape) != tuple(e.squeeze().shape):  # (10, 32) and (1, 10, 32) hold the same values
+        if a.dim() >= 2 and tuple(a.transpose(0, 1).shape) == tuple(e.shape):  # sequence-first against batch-first
+            a = a.transpose(0, 1)
+        elif tuple(a.squeeze().shape) == tuple(e.squeeze().shape):  # (10, 32) and (1, 10, 32) hold the same values
+            a, e = a.squeeze(), e.squeeze()
+        else:
             return None  # laid out differently (a convolution's map against a linear layer's tokens): not compared
-        a, e = a.squeeze(), e.squeeze()
     x, y = _to_numpy(a).astype(np.float64), _to_numpy(e).astype(np.float64)
     with np.errstate(all="ignore"):
         bad = ~(np.abs(x - y) <= tol.atol + tol.rtol * np.abs(y))
@@ -1065,13 +1070,16 @@ def localise(student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwarg
         counts[sub] = counts.get(sub, 0) + 1
         student_calls[(sub, counts[sub])] = (seen_in, seen_out)
     counts.clear()
+    keys = []  # each oracle call as the student's (name, call number)
+    for sub, _, _ in ours:
+        name = _oracle_to_student(sub, rename)
+        counts[name] = counts.get(name, 0) + 1
+        keys.append((name, counts[name]))
     matched: list[str] = []
-    for sub, seen_in, seen_out in ours:
-        counts[sub] = counts.get(sub, 0) + 1
-        key = (_oracle_to_student(sub, rename), counts[sub])
+    for index, (key, (_, seen_in, seen_out)) in enumerate(zip(keys, ours, strict=True)):
         if key not in student_calls:
             continue
-        call = key[0] + (f" (call {key[1]})" if key[1] > 1 else "")
+        call = _call_name(key)
         their_in, their_out = student_calls[key]
         out_kind = _differs(their_out, seen_out, tol)
         if out_kind is None:
@@ -1082,13 +1090,28 @@ def localise(student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwarg
         in_kind = _differs(their_in, seen_in, tol)
         lines = [f"  where it first differs: the output of `{call}` ({out_kind})"]
         if in_kind:
-            parent = _parent(key[0])
+            # the outermost call around this one whose input already differs: the code that feeds it is the place
+            fed, fed_kind = key, in_kind
+            for later, (_, later_in, _) in zip(keys[index + 1:], ours[index + 1:], strict=True):
+                if not (fed[0] + ".").startswith(later[0] + ".") or later not in student_calls:
+                    continue
+                kind = _differs(student_calls[later][0], later_in, tol)
+                if not kind:
+                    break
+                fed, fed_kind = later, kind
+            parent = _parent(fed[0])
             owner = f"`{parent}`" if parent else f"{whose}"
             before = [m for m in matched if _parent(m.split(" (")[0]) == parent]
             after = f", after `{before[-1]}`" if before else ""
-            lines.append(f"  its input already differs ({in_kind}), while everything computed before it matches: "
-                         f"look at the code in {owner}'s forward that computes that input{after}, and at the values "
-                         "it reuses from earlier")
+            if fed == key:
+                lines.append(f"  its input already differs ({in_kind}), while everything computed before it matches: "
+                             f"look at the code in {owner}'s forward that computes that input{after}, and at what "
+                             f"{owner} itself was given besides its first input (a mask, a state)")
+            else:
+                lines.append(f"  its input already differs, and so does the input of `{_call_name(fed)}` around it "
+                             f"({fed_kind}), while everything computed before it matches: look at the code in "
+                             f"{owner}'s forward that computes the input of `{_call_name(fed)}`{after}, and at what "
+                             f"{owner} itself was given besides its first input (a mask, a state)")
         elif any(m.startswith(key[0] + ".") for m in matched):
             lines.append(f"  its input matches the oracle's, and so do the outputs of its own submodules: the "
                          f"difference arises in `{call}`'s own forward code")
@@ -1101,6 +1124,12 @@ def localise(student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwarg
         return []
     return [f"  every submodule's output matches the oracle's ({_names(matched)}): the difference arises in "
             f"{whose}'s own forward code, outside its submodules"]
+
+
+def _call_name(key: tuple[str, int]) -> str:
+    """A submodule call as a message names it: ``layers.0``, or ``layers.0 (call 2)`` for its second call."""
+    __tracebackhide__ = True
+    return key[0] + (f" (call {key[1]})" if key[1] > 1 else "")
 
 
 def _parent(name: str) -> str:
@@ -1119,6 +1148,152 @@ def _names(calls: list[str], most: int = 6) -> str:
     if len(calls) <= most:
         return ", ".join(f"`{c}`" for c in calls)
     return ", ".join(f"`{c}`" for c in calls[:2]) + f", … ({len(calls) - 3} more), " + f"`{calls[-1]}`"
+
+
+@contextlib.contextmanager
+def stored_steps(student: Any, *inputs: Any, steps: dict[str, Any], given: dict[str, Any] | None = None,
+                 tol: Tolerance | None = None, **kwargs: Any) -> Iterator[None]:
+    """Around checks of a module's results against stored numbers: when one fails, say which step went wrong.
+
+    ``steps`` maps submodule names, in the order the forward pass calls them, to the stored output of each one's
+    first call on ``inputs`` (its first floating-point output: an attention's context, not its weights);
+    ``given`` optionally maps some of them to the first input they should receive. On a failure inside the
+    ``with`` block the student's module runs again with a hook on every submodule and the message names the
+    first step whose output differs from the stored one (and whether its input already did), a step the
+    forward pass never calls, or — every step matching — the module's own code between them. For a visible
+    test whose oracle is stored numbers (the answer's wiring must not be written out in the test).
+    """
+    __tracebackhide__ = True
+    try:
+        yield
+    except CheckFailure as failure:
+        where = _stored_lines(student, inputs, kwargs, steps, given or {}, tol or FLOAT32)
+        raise (CheckFailure(f"{failure}\n" + "\n".join(where)) if where else failure) from None
+
+
+def _stored_lines(student: Any, inputs: Sequence[Any], kwargs: dict, steps: dict[str, Any], given: dict[str, Any],
+                  tol: Tolerance) -> list[str]:
+    """:func:`stored_steps`' lines: the first of ``steps`` whose output parts from the stored numbers."""
+    __tracebackhide__ = True
+    from dlcourse.grading.trace import submodule_trace
+
+    tol = Tolerance(rtol=max(tol.rtol, 1e-4), atol=max(tol.atol, 1e-5))
+    whose = "your module" if is_remote(student) else type(student).__name__
+    try:
+        trace = (student.trace(list(inputs), dict(kwargs)) if is_remote(student)
+                 else submodule_trace(student, _clone(list(inputs)), _clone(kwargs)))
+    except Exception:  # the check has already failed and says so; these lines are a courtesy
+        return []
+    first = {}
+    for sub, seen_in, seen_out in trace:
+        first.setdefault(sub, (seen_in, seen_out))
+    matched: list[str] = []
+    for step, want in steps.items():
+        if step not in first:
+            return [f"  where it first differs: your forward pass never calls `{step}`"
+                    + (f" (before it, these match: {_names(matched)})" if matched else "")]
+        seen_in, seen_out = first[step]
+        kind = _differs(seen_out, _as_tensor(want), tol)
+        if kind == "":
+            matched.append(step)
+            continue
+        lines = [f"  where it first differs: the output of `{step}` ("
+                 + (kind or f"shape {tuple(seen_out.shape) if seen_out is not None else None}, "
+                            f"expected {tuple(_as_tensor(want).shape)}") + ")"]
+        if step in given:
+            in_kind = _differs(seen_in, _as_tensor(given[step]), tol)
+            if in_kind:
+                lines.append(f"  its first input already differs ({in_kind}): look at what {whose}'s forward "
+                             f"gives `{step}`")
+            elif in_kind == "":
+                lines.append(f"  its first input is the expected one: look at its other inputs, and at `{step}` "
+                             "itself")
+        else:
+            lines.append(f"  look at what {whose}'s forward gives `{step}` (every input), and at `{step}` itself")
+        if matched:
+            lines.append("  before it, these match: " + _names(matched))
+        return lines
+    return [f"  every step's output matches ({_names(matched)}): the difference arises in {whose}'s own forward "
+            "code, between and after them"] if matched else []
+
+
+def _as_tensor(value: Any) -> Any:
+    __tracebackhide__ = True
+    return value if isinstance(value, _TensorType) else torch.as_tensor(value)
+
+
+def compare_attention(
+    student: torch.nn.Module,
+    oracle: torch.nn.Module,
+    query: Any,
+    key: Any,
+    value: Any,
+    *,
+    tol: Tolerance | None = None,
+    name: str | None = None,
+    **kwargs: Any,
+) -> None:
+    """Compare a multi-head attention module with ``oracle`` (``nn.MultiheadAttention``'s call, the same weights):
+    the output, then the weights. On a difference the message also says at which stage the two part: whether
+    the per-head weights already differ (then the scores or the softmax: before the values are used) or match
+    (then after the softmax), and, where the student's module applies its ``out_proj`` as a submodule, whether
+    what goes into it — the heads, merged — gives the oracle's output through the oracle's output projection.
+    Where, and what kind; never the fix.
+    """
+    __tracebackhide__ = True
+    label = name or type(student).__name__
+    got = _call_student(student, _clone([query, key, value]), _clone(kwargs), (), label)
+    want = oracle(*_clone([query, key, value]), **_clone(kwargs))
+    try:
+        assert_close(_detach_all(got[0]), _detach_all(want[0]), tol=tol, name=f"output, {label}")
+        if want[1] is not None:
+            assert_close(_detach_all(got[1]), _detach_all(want[1]), tol=tol, name=f"weights, {label}")
+    except CheckFailure as failure:
+        where = _attention_stages(student, oracle, (query, key, value), kwargs, tol or FLOAT32)
+        raise CheckFailure(f"{failure}\n" + "\n".join(where)) if where else failure from None
+
+
+def _attention_stages(student: Any, oracle: torch.nn.Module, qkv: tuple, kwargs: dict, tol: Tolerance) -> list[str]:
+    """:func:`compare_attention`'s lines: the stage at which the student's attention first parts from the oracle's."""
+    __tracebackhide__ = True
+    per_head = dict(kwargs, need_weights=True, average_attn_weights=False)
+    try:
+        theirs = _detach_all(student(*_clone(list(qkv)), **_clone(per_head)))
+        ours = _detach_all(oracle(*_clone(list(qkv)), **_clone(per_head)))
+        kind = _differs(theirs[1], ours[1], tol)
+    except Exception:  # the comparison has already failed and says so; these lines are a courtesy
+        return []
+    if kind is None:
+        return []
+    if kind:
+        return [f"  at which stage: the per-head weights (average_attn_weights=False) already differ ({kind}): "
+                "the difference arises before the values are used — in the scores (the query and key "
+                "projections, the scaling, the masks) or in the softmax"]
+    lines = ["  at which stage: the per-head weights (average_attn_weights=False) match the oracle's: the "
+             "difference arises after the softmax — in the values' projection, the weighted sum, how the heads "
+             "are merged, or the output projection"]
+    projection = getattr(oracle, "out_proj", None)
+    try:
+        from dlcourse.grading.trace import submodule_trace
+
+        trace = (student.trace(list(qkv), dict(kwargs)) if is_remote(student)
+                 else submodule_trace(student, _clone(list(qkv)), _clone(kwargs)))
+        fed = [seen_in for sub, seen_in, _ in trace if sub == "out_proj" or sub.endswith(".out_proj")]
+        if not fed or projection is None:
+            return lines
+        with torch.no_grad():  # what the oracle's projection makes of it (no inverse: a test's weights may be
+            projected = projection(fed[0].to(ours[0].dtype))  # nearly singular)
+        kind = _differs(projected.reshape(ours[0].shape), ours[0], tol)
+    except Exception:
+        return lines
+    if kind:
+        lines.append(f"  what goes into your `out_proj` — the heads, merged — already differs (through the oracle's "
+                     f"output projection: {kind}): the values' projection, the weighted sum or the merge of the "
+                     "heads")
+    elif kind is not None:
+        lines.append("  what goes into your `out_proj` — the heads, merged — matches the oracle's: the difference "
+                     "arises in how the output projection is applied")
+    return lines
 
 
 def compare_forward(

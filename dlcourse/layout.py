@@ -18,18 +18,22 @@ class CourseLayout(nn.Module):
     its shape in Hugging Face. ``state`` holds the course parameters' initial values. ``forward`` rebuilds
     Hugging Face's tensors as differentiable views and calls the module with ``torch.func.functional_call``
     (tied weights stay tied), so outputs *and* gradients are Hugging Face's. ``output`` picks what to return;
-    ``keywords`` names the positional arguments when the module needs them by keyword.
+    ``keywords`` names the positional arguments when the module needs them by keyword. ``names`` maps a Hugging
+    Face parameter name to ``(course name, third)``: with it, :meth:`traced_submodules` names the wrapped model's
+    layers in the course's terms, so a check can say which of the student's layers first parts from it.
     """
 
     def __init__(self, hf_module: nn.Module, sources: dict[str, tuple[str, int | None, torch.Size]],
                  state: dict[str, torch.Tensor], output: Callable[[Any], Any] = lambda out: out,
-                 keywords: tuple[str, ...] | None = None) -> None:
+                 keywords: tuple[str, ...] | None = None,
+                 names: Callable[[str], tuple[str, int | None]] | None = None) -> None:
         super().__init__()
         # kept outside the module tree, so that named_parameters() lists the course's names only
         object.__setattr__(self, "_hf", hf_module)
         self._output = output
         self._keywords = keywords
         self._sources = sources
+        self._names = names
         for name, tensor in state.items():
             *path, leaf = name.split(".")
             owner: nn.Module = self
@@ -38,6 +42,21 @@ class CourseLayout(nn.Module):
                     owner.add_module(part, nn.Module())
                 owner = getattr(owner, part)
             owner.register_parameter(leaf, nn.Parameter(tensor))
+
+    def traced_submodules(self) -> list[tuple[str, nn.Module]]:
+        """The wrapped model's submodules under course names (:func:`dlcourse.grading.trace.submodule_trace`
+        hooks these): a layer is named as its weight is (``encoder.layer.0.attention.output.dense`` →
+        ``layers.0.self_attn.out_proj``), a layer without weights of its own as one with them would be
+        (``encoder.layer.0`` → ``layers.0``). The query, key and value projections, which the course stacks into
+        one matrix, have no course counterpart and are left out; so is everything without ``names``."""
+        found = []
+        for hf_name, sub in self._hf.named_modules():
+            if not hf_name or self._names is None:
+                continue
+            course, third = self._names(hf_name + ".weight")
+            if third is None and course.endswith(".weight"):
+                found.append((course[: -len(".weight")], sub))
+        return found
 
     @property
     def hf(self) -> nn.Module:

@@ -403,6 +403,137 @@ def test_submodules_are_paired_through_rename_and_calls_by_their_order():
     assert checks.localise(torch.nn.Linear(6, 6), torch.nn.Linear(6, 6), [x], {}) == []  # no submodules
 
 
+class _Stack(torch.nn.Module):
+    def __init__(self, top_down: bool = False, transposed: bool = False, scale_out: float = 1.0) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([_Block(), _Block()])
+        self.top_down, self.transposed, self.scale_out = top_down, transposed, scale_out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.transposed:  # sequence-first inside, as some libraries lay a batch out
+            x = x.transpose(0, 1)
+        for block in (reversed(self.blocks) if self.top_down else self.blocks):
+            x = block(x)
+        return (x.transpose(0, 1) if self.transposed else x) * self.scale_out
+
+
+def test_a_wrong_input_is_traced_out_to_the_outermost_call_that_receives_it():
+    oracle, student = _Stack(), _Stack(top_down=True)
+    checks.load_weights(student, oracle)
+    where = checks.localise(student, oracle, [checks.fixed_tensor((2, 3, 6), phase=0.4)], {})
+    said = "\n".join(where)
+    assert "where it first differs: the output of `blocks.0.first`" in said, said
+    assert ("its input already differs, and so does the input of `blocks.0` around it" in said
+            and "look at the code in _Stack's forward that computes the input of `blocks.0`" in said), said
+
+
+def test_submodules_of_a_sequence_first_oracle_are_paired_with_a_batch_first_student():
+    oracle, student = _Stack(transposed=True), _Stack(scale_out=2.0)
+    checks.load_weights(student, oracle)
+    where = checks.localise(student, oracle, [checks.fixed_tensor((2, 3, 6), phase=0.4)], {})
+    assert where and "every submodule's output matches the oracle's" in where[0], where  # (3, 2, 6) vs (2, 3, 6)
+
+
+class _TwoSteps(torch.nn.Module):
+    def __init__(self, wrong_input: bool = False, skip_second: bool = False, scale_out: float = 1.0) -> None:
+        super().__init__()
+        self.first, self.second = torch.nn.Linear(4, 4), torch.nn.Linear(4, 3)
+        self.wrong_input, self.skip_second, self.scale_out = wrong_input, skip_second, scale_out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.tanh(self.first(x))
+        if self.skip_second:
+            return F.linear(h, self.second.weight, self.second.bias) + 1  # and off by one
+        return self.second(-h if self.wrong_input else h) * self.scale_out
+
+
+@pytest.mark.parametrize(("student", "said"), [
+    (_TwoSteps(wrong_input=True), ["where it first differs: the output of `second`", "its first input already "
+                                   "differs", "look at what _TwoSteps's forward gives `second`",
+                                   "before it, these match: `first`"]),
+    (_TwoSteps(skip_second=True), ["your forward pass never calls `second` (before it, these match: `first`)"]),
+    (_TwoSteps(scale_out=3.0), ["every step's output matches (`first`, `second`): the difference arises in "
+                                "_TwoSteps's own forward code"]),
+])
+def test_stored_numbers_name_the_first_step_that_goes_wrong(student, said):
+    oracle = _TwoSteps()
+    checks.fixed_weights(oracle)
+    checks.load_weights(student, oracle)
+    x = checks.fixed_tensor((2, 4), phase=0.3)
+    h = torch.tanh(oracle.first(x)).detach()
+    steps = {"first": oracle.first(x).detach(), "second": oracle(x).detach()}
+    with pytest.raises(CheckFailure) as err, checks.stored_steps(student, x, steps=steps, given={"second": h}):
+        checks.assert_close(student(x), oracle(x), name="result")
+    assert str(err.value).startswith("result: ")
+    for words in said:
+        assert words in str(err.value), str(err.value)
+    with checks.stored_steps(oracle, x, steps=steps):  # nothing fails: nothing is added, nothing raised
+        checks.assert_close(oracle(x), steps["second"])
+
+
+class _Attention(torch.nn.Module):
+    """The package's multi-head attention with one planted mistake."""
+
+    def __init__(self, mistake: str) -> None:
+        super().__init__()
+        from dlcourse.transformer.model import MultiHeadAttention
+
+        self.inner, self.mistake = MultiHeadAttention(8, 2), mistake
+        self.out_proj = self.inner.out_proj
+
+    def forward(self, query, key, value, **kwargs):
+        if self.mistake == "scale":
+            query = query * 2
+        if self.mistake == "values":
+            value = key
+        out, weights = self.inner(query, key, value, **kwargs)
+        return (out + 1 if self.mistake == "after" else out), weights
+
+    def load_state_dict(self, state, strict=True, assign=False):
+        return self.inner.load_state_dict(state, strict, assign)
+
+
+@pytest.mark.parametrize(("mistake", "said"), [
+    ("scale", ["the per-head weights (average_attn_weights=False) already differ", "in the scores"]),
+    ("values", ["the per-head weights (average_attn_weights=False) match", "what goes into your `out_proj` — the "
+                "heads, merged — already differs"]),
+    ("after", ["the per-head weights (average_attn_weights=False) match", "what goes into your `out_proj` — the "
+               "heads, merged — matches the oracle's"]),
+])
+def test_an_attention_that_differs_is_told_at_which_stage(mistake, said):
+    oracle = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    checks.fixed_weights(oracle)
+    student = _Attention(mistake)
+    student.load_state_dict(oracle.state_dict())
+    q, kv = checks.fixed_tensor((2, 3, 8), phase=0.2), checks.fixed_tensor((2, 5, 8), phase=1.1)
+    with pytest.raises(CheckFailure) as err:
+        checks.compare_attention(student, oracle, q, kv, checks.fixed_tensor((2, 5, 8), phase=2.0), name="cross")
+    for words in said:
+        assert words in str(err.value), str(err.value)
+
+
+def test_an_attention_that_matches_passes():
+    oracle = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    checks.fixed_weights(oracle)
+    student = _Attention("none")
+    student.load_state_dict(oracle.state_dict())
+    q, k, v = (checks.fixed_tensor((2, n, 8), phase=p) for n, p in ((3, 0.2), (5, 1.1), (5, 2.0)))
+    checks.compare_attention(student, oracle, q, k, v, tol=checks.Tolerance(rtol=1e-5, atol=2e-5), name="cross")
+
+
+def test_a_hugging_face_model_in_the_course_layout_names_its_layers_in_the_course_terms():
+    from transformers import BertModel
+
+    from dlcourse.bert import model as bert_models
+
+    layout = bert_models.InCourseLayout(BertModel(bert_models.hf_config(depth=2), add_pooling_layer=False))
+    names = [name for name, _ in layout.traced_submodules()]
+    for course in ("embeddings", "embeddings.norm", "layers.0", "layers.1.self_attn.out_proj", "layers.0.norm1",
+                   "layers.0.ff.linear1", "layers.0.ff.linear2", "layers.1.norm2"):
+        assert course in names, names
+    assert not [n for n in names if n.endswith((".query", ".key", ".value"))]  # stacked in the course: no pair
+
+
 def test_a_raised_error_names_the_case_it_met():
     def answer(x, h, causal=False):
         return F.linear(x, torch.ones(3, 5))

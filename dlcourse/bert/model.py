@@ -164,7 +164,7 @@ class InCourseLayout(CourseLayout):
     def __init__(self, hf_module: nn.Module, output: Callable[[Any], Any] = lambda out: out,
                  keywords: tuple[str, ...] | None = None) -> None:
         sources = {name: (*course_names(name), tensor.shape) for name, tensor in _parameters(hf_module).items()}
-        super().__init__(hf_module, sources, course_state_dict(hf_module), output, keywords)
+        super().__init__(hf_module, sources, course_state_dict(hf_module), output, keywords, names=course_names)
 
 
 def hf_config(vocab_size: int = 50, dim: int = 32, depth: int = 2, heads: int = 4, mlp_dim: int = 64,

@@ -33,10 +33,19 @@ def _first_float(value: Any, floats: bool = True) -> torch.Tensor | None:
     return _first_float(hidden, floats) if hidden is not None else None
 
 
+def traced_submodules(module: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
+    """The submodules a trace hooks, under the names it reports: ``module.traced_submodules()`` where the module
+    says (a course layout wrapped around a Hugging Face model names that model's layers in the course's terms),
+    otherwise every named submodule."""
+    own = getattr(module, "traced_submodules", None)
+    return list(own()) if callable(own) else [(name, sub) for name, sub in module.named_modules() if name]
+
+
 def submodule_trace(module: torch.nn.Module, args: Any, kwargs: dict) -> list[tuple[str, Any, Any]]:
-    """``module(*args, **kwargs)`` without gradients, with a hook on each named submodule: ``(name, first input
-    tensor, first float output)`` for each submodule call, in the order the calls finished. A submodule called
-    twice appears twice. The hooks are removed afterwards, also when the forward pass raises."""
+    """``module(*args, **kwargs)`` without gradients, with a hook on each submodule :func:`traced_submodules`
+    lists: ``(name, first input tensor, first float output)`` for each submodule call, in the order the calls
+    finished. A submodule called twice appears twice. The hooks are removed afterwards, also when the forward
+    pass raises."""
     records: list[tuple[str, Any, Any]] = []
     budget = [MAX_ELEMENTS]
 
@@ -51,8 +60,7 @@ def submodule_trace(module: torch.nn.Module, args: Any, kwargs: dict) -> list[tu
             records.append((name, seen_in, seen_out))
         return record
 
-    handles = [sub.register_forward_hook(hook(name), with_kwargs=True)
-               for name, sub in module.named_modules() if name]
+    handles = [sub.register_forward_hook(hook(name), with_kwargs=True) for name, sub in traced_submodules(module)]
     try:
         with torch.no_grad():
             module(*args, **kwargs)

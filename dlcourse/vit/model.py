@@ -109,7 +109,7 @@ class InCourseLayout(CourseLayout):
 
     def __init__(self, hf_module: nn.Module, output: Callable[[Any], Any] = lambda out: out) -> None:
         sources = {name: (*course_names(name), tensor.shape) for name, tensor in hf_module.state_dict().items()}
-        super().__init__(hf_module, sources, course_state_dict(hf_module), output)
+        super().__init__(hf_module, sources, course_state_dict(hf_module), output, names=course_names)
 
 
 def hf_config(image_size: int = 16, patch_size: int = 4, num_channels: int = 3, dim: int = 32, depth: int = 2,
