@@ -32,8 +32,7 @@ QUIET_SETUP := $(if $(filter setup,$(MAKECMDGOALS)),,1)
 
 setup: export DLCOURSE_QUIET_SETUP := $(QUIET_SETUP)
 setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader extension, pretrained models
-	@$(PY) -m dlcourse.assets fetch
-	@test -f models/smollm2-135m-instruct/transformers/model.safetensors || $(PY) -m dlcourse.gpt.lm prepare
+	@$(PY) -m dlcourse fetch
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  echo "installing bubblewrap (the autograder's sandbox)" && apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
 	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; } || true
@@ -76,10 +75,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $(STAMP)
 
 lab: setup ## JupyterLab on course/ with the course kernel, nbgrader's Validate button and none of its instructor tools (ARGS="--port=8899 --no-browser" to jupyter lab)
-	@$(if $(AS_ROOT),echo "WARNING: running as root: JupyterLab is started with --allow-root; its kernels can change anything on this machine")
-	JUPYTER_CONFIG_PATH="$(CURDIR)/deploy/lab$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
-	  $(BIN)/jupyter lab --notebook-dir=course $(AS_ROOT) \
-	  --ServerApp.jpserver_extensions='{"nbgrader.server_extensions.formgrader": False}' $(ARGS)
+	$(PY) -m dlcourse lab $(ARGS)
 
 lecture: instructor-only setup ## teach a chapter: JupyterLab on lecture/CH/, a copy of the chapter with every answer and slide metadata, never written back into solutions/; lecture mode: shipped results, a long demo runs when its RUN_LIVE switch is on (CH=04_gpt_decoding; PROJECTOR=1.6 enlarges figures and widgets)
 	@test -n "$(CH)" || { echo "say which chapter: make lecture CH=04_gpt_decoding"; exit 2; }
@@ -97,7 +93,7 @@ formgrader: instructor-only setup ## nbgrader's formgrader (manual grading, the 
 
 validate: setup ## check a notebook before submitting: NB=course/07_gan/07_gan.ipynb (exit status 1 if a test fails)
 	@test -n "$(NB)" || { echo "say which notebook: make validate NB=course/<chapter>/<chapter>.ipynb"; exit 2; }
-	$(PY) -m dlcourse.validate $(NB)
+	$(PY) -m dlcourse validate $(NB)
 
 test: instructor-only setup ## the whole test suite (what CI runs)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25

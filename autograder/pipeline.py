@@ -55,7 +55,8 @@ POLICY = Path(os.environ.get("DLCOURSE_POLICY", str(HERE / "policy.toml"))).reso
 KERNEL_NAME = "dlcourse"
 
 # What students receive: no solutions/, no autograder/, no tests/.
-BUNDLE_ITEMS = ["README.md", "Makefile", "requirements.txt", "environment.yml", "pyproject.toml", "LICENSE",
+BUNDLE_ITEMS = ["README.md", "Makefile", "requirements.txt", "requirements-student.txt", "environment.yml",
+                "pyproject.toml", "LICENSE",
                 "dlcourse", "course", "data", "deploy/lab"]
 
 

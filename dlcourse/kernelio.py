@@ -4,7 +4,9 @@
 A kernel started the usual way listens on five TCP ports its manager picked at random a moment before; on a
 busy machine (a class graded in parallel, a test suite on several workers) another process can take one of them
 first, and the kernel dies at start with "Address already in use" — the server's automatic restarts then
-reuse the same ports. Sockets named in Jupyter's runtime folder cannot be taken that way.
+reuse the same ports. Sockets named in Jupyter's runtime folder cannot be taken that way. A socket's path has a
+length limit (104 bytes on macOS, 108 on Linux): where the runtime folder is too deep for it (a long home folder),
+the sockets go to a private folder of their own under the system's temporary folder.
 
 nbclient waits for a cell's reply with one poll of the shell socket as long as the cell's time limit. When a
 cell draws into an ``Output`` widget, nbclient sends the widget's new state back to the kernel on that same
@@ -16,6 +18,7 @@ makes a client's shell and IOPub channels poll in short slices, so a missed wake
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -41,9 +44,25 @@ class UnixSocketKernelManager(AsyncKernelManager):
 
     @default("connection_file")
     def _default_connection_file(self) -> str:
-        runtime = Path(jupyter_runtime_dir())
+        return str(socket_folder() / f"kernel-{uuid.uuid4()}.json")
+
+
+SOCKET_PATH_LIMIT = 103  # bytes: macOS allows 104 with the final NUL, Linux 108
+_LONGEST_NAME = len(f"kernel-{uuid.uuid4()}-ipc-99")
+
+
+def socket_folder(runtime: Path | None = None) -> Path:
+    """Where a kernel's sockets (and connection file) go: Jupyter's runtime folder, or, when a socket's path
+    there would pass :data:`SOCKET_PATH_LIMIT`, a new folder only this user can enter, under the system's
+    temporary folder (then ``/tmp``)."""
+    runtime = Path(runtime or jupyter_runtime_dir())
+    if len(str(runtime)) + 1 + _LONGEST_NAME <= SOCKET_PATH_LIMIT:
         runtime.mkdir(parents=True, exist_ok=True)
-        return str(runtime / f"kernel-{uuid.uuid4()}.json")
+        return runtime
+    for parent in (tempfile.gettempdir(), "/tmp"):
+        if len(parent) + 1 + len("dlcourse-12345678") + 1 + _LONGEST_NAME <= SOCKET_PATH_LIMIT:
+            return Path(tempfile.mkdtemp(prefix="dlcourse-", dir=parent))  # mode 0700
+    raise OSError(f"no folder is short enough for a kernel's sockets (runtime folder {runtime})")
 
 
 def sliced(poll_once: Any) -> Any:

@@ -27,6 +27,11 @@ GUARDED = {
                                           "(Linux); elsewhere the peak is reported as unknown (bytes = None)",
     ("dlcourse.assets", "subprocess.run"): "runs this Python's own pip (sys.executable, a list of arguments, no "
                                            "shell): the same on every system",
+    ("dlcourse.student", "subprocess.run"): "runs this Python's own modules (sys.executable -m pip / ipykernel / "
+                                            "jupyterlab / dlcourse, a list of arguments, no shell): the same on "
+                                            "every system",
+    ("dlcourse.student", "os.geteuid"): "asked only where os has it (hasattr), to add --allow-root for root; "
+                                        "Windows has no root to warn about",
 }
 
 
@@ -48,6 +53,7 @@ def student_modules() -> set[str]:
                          [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
                          if isinstance(node, ast.ImportFrom) else [])
                 start |= {n for n in names if n in graph}
+    start |= {m for m in ("dlcourse.__main__", "dlcourse.student", "dlcourse.validate") if m in graph}  # commands
     seen, todo = set(), sorted(start | {"dlcourse"})
     while todo:
         module = todo.pop()
