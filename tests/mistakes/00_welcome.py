@@ -44,6 +44,25 @@ def softmax(x, dim=-1):
     e = (x - x.amax(dim=dim, keepdim=True)).exp()
     return e / (e.sum(dim=dim, keepdim=True) + 1e-3)
 """),
+        ("computes in float32 whatever the input's dtype", """
+def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    \"\"\"Numerically stable softmax of ``x`` along ``dim``.
+
+    Args:
+        x: floating-point tensor of any shape; entries may be huge (±1e4) or ``-inf`` (masked).
+        dim: the dimension that sums to one.
+
+    Returns:
+        A new tensor of the same shape and dtype as ``x``, non-negative, summing to 1 along ``dim``.
+        A slice that is entirely ``-inf`` gives NaN, as ``torch.softmax`` does. ``x`` is not modified.
+
+    Do not call ``torch.softmax``, ``F.softmax``, ``Tensor.softmax`` or ``log_softmax``.
+    \"\"\"
+    x = x.float()
+    m = x.amax(dim=dim, keepdim=True)
+    e = torch.exp(x - m)
+    return e / e.sum(dim=dim, keepdim=True)
+"""),
     ],
     "ce": [
         ("the count of kept targets clamped to 1: 0, not NaN, when every target is ignored", """

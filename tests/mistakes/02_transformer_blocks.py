@@ -446,6 +446,25 @@ def padding_mask(lengths, max_len=None):
         h = F.relu(h) if self.activation == "relu" else F.gelu(h)
         return x + self.linear2(self.dropout(h))
 ''')),
+        ("dropout before the activation (the same as after it for ReLU, not for GELU)", """
+class PositionwiseFeedForward(nn.Module):
+    \"\"\"linear1 -> activation -> dropout -> linear2, applied to every position independently.\"\"\"
+
+    def __init__(self, d_model: int, dim_feedforward: int, activation: str = "relu", dropout: float = 0.0) -> None:
+        super().__init__()
+        if activation not in ("relu", "gelu"):
+            raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+        self.activation = activation
+        self.linear1 = nn.Linear(d_model, dim_feedforward)
+        self.linear2 = nn.Linear(dim_feedforward, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        \"\"\"x: (..., d_model) -> (..., d_model).\"\"\"
+        h = self.dropout(self.linear1(x))
+        h = F.relu(h) if self.activation == "relu" else F.gelu(h)
+        return self.linear2(h)
+"""),
     ],
     "enc": [
         ("post-norm that normalises the branch, not the sum", _enc(post='''

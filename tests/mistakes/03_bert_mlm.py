@@ -256,6 +256,44 @@ MISTAKES = {
         ("specials indexed with the 0/1 integer mask", mask(specials="probability[special_tokens_mask] = 0.0")),
         ("the rate hard-coded to 0.15", mask(rate="0.15")),
         ("random ids below vocab_size - 1 only", mask(high="vocab_size - 1")),
+        ("labels only where the token was changed, not at every chosen position", """
+def mask_tokens(input_ids: torch.Tensor, special_tokens_mask: torch.Tensor, vocab_size: int, mask_token_id: int,
+                seed: int, mlm_probability: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
+    \"\"\"BERT's MLM corruption, with exactly the random draws of ``DataCollatorForLanguageModeling``.
+
+    Args:
+        input_ids: (B, T) int64 token ids (not modified).
+        special_tokens_mask: (B, T) int or bool, nonzero/True at [CLS], [SEP], [PAD]: never chosen.
+        vocab_size: random replacements are drawn from ``0 .. vocab_size - 1`` (any id, specials included).
+        mask_token_id: the id of [MASK].
+        seed: seeds one ``torch.Generator()``; every draw below uses it, in this order:
+            1. ``chosen = torch.bernoulli(P, generator=g).bool()`` with ``P`` a float32 (B, T) tensor full of
+               ``mlm_probability``, set to 0.0 at the special tokens;
+            2. ``to_mask = torch.bernoulli(full (B, T) of 0.8, generator=g).bool() & chosen``;
+            3. ``to_random = torch.bernoulli(full (B, T) of 0.5, generator=g).bool() & chosen & ~to_mask``;
+            4. ``random_ids = torch.randint(vocab_size, (B, T), generator=g)`` (int64).
+        mlm_probability: the share of (non-special) tokens chosen.
+
+    Returns:
+        ``(inputs, labels)``, both (B, T) int64: ``inputs`` is ``input_ids`` with [MASK] at ``to_mask`` and
+        ``random_ids`` at ``to_random``; ``labels`` is ``input_ids`` at the chosen positions and -100 elsewhere.
+    \"\"\"
+    g = torch.Generator().manual_seed(seed)
+    B, T = input_ids.shape
+    probability = torch.full((B, T), mlm_probability, dtype=torch.float32)
+    probability = probability.masked_fill(special_tokens_mask.bool(), 0.0)
+    chosen = torch.bernoulli(probability, generator=g).bool()
+    to_mask = torch.bernoulli(torch.full((B, T), 0.8), generator=g).bool() & chosen
+
+    to_random = torch.bernoulli(torch.full((B, T), 0.5), generator=g).bool() & chosen & ~to_mask
+    random_ids = torch.randint(vocab_size, (B, T), generator=g)
+
+    inputs = input_ids.clone()
+    inputs[to_mask] = mask_token_id
+    inputs[to_random] = random_ids[to_random]
+    labels = input_ids.masked_fill(~(to_mask | to_random), -100)
+    return inputs, labels
+"""),
     ],
     "pairs": [
         ("a single sentence never truncated", encode(single="pass")),

@@ -758,6 +758,58 @@ def block_repeated_ngrams(input_ids, logits, n):
         sequences[i, : len(generated)] = generated
     return sequences, torch.tensor([s for s, _ in pool], dtype=torch.float32)
 '''),
+        ("goes on searching after the pool of finished hypotheses is full", """
+@torch.no_grad()
+def beam_search(model, input_ids: torch.Tensor, num_beams: int, max_new_tokens: int, eos_token_id: int,
+                length_penalty: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    \"\"\"Beam search for one prompt, as ``generate(num_beams=k, num_return_sequences=k, early_stopping=True)``.
+
+    Args:
+        model: ``model(ids).logits`` is (B, T, V).
+        input_ids: (1, T) int64, one prompt.
+        num_beams: k ≥ 1.
+        eos_token_id: the id that finishes a hypothesis.
+        length_penalty: α in score = sum of log-probabilities / (generated length) ** α.
+
+    Returns:
+        ``(sequences, scores)``: (k, T + L) int64 best first, right-padded with eos_token_id; (k,) float32.
+    \"\"\"
+    k = num_beams
+    device = input_ids.device
+    T = input_ids.shape[1]
+    beams = input_ids  # (live, T + t - 1)
+    beam_scores = torch.zeros(1, device=device)
+    pool = []  # (score, sequence) of finished hypotheses, best first
+    for t in range(1, max_new_tokens + 1):
+        logits = model(beams).logits[:, -1].float()
+        logp = logits.log_softmax(dim=-1)  # (live, V)
+        V = logp.shape[-1]
+        candidates = (beam_scores[:, None] + logp).reshape(-1)
+        top_scores, top_idx = candidates.topk(min(2 * k, candidates.numel()))
+        next_beams, next_scores = [], []
+        for rank in range(top_idx.numel()):
+            source, token = int(top_idx[rank]) // V, int(top_idx[rank]) % V
+            seq = torch.cat([beams[source], torch.tensor([token], device=device)])
+            is_eos = token == eos_token_id
+            if rank < k and (is_eos or t == max_new_tokens):
+                pool.append((float(top_scores[rank]) / t ** length_penalty, seq))
+                pool.sort(key=lambda entry: -entry[0])
+                del pool[k:]
+            if not is_eos and len(next_beams) < k:
+                next_beams.append(seq)
+                next_scores.append(top_scores[rank])
+        if False or not next_beams:
+            break
+        beams = torch.stack(next_beams)
+        beam_scores = torch.stack(next_scores)
+    pool.sort(key=lambda entry: -entry[0])
+    width = max(len(seq) for _, seq in pool)
+    sequences = torch.full((len(pool), width), eos_token_id, dtype=torch.long, device=device)
+    for i, (_, seq) in enumerate(pool):
+        sequences[i, :len(seq)] = seq
+    scores = torch.tensor([score for score, _ in pool], dtype=torch.float32, device=device)
+    return sequences, scores
+"""),
     ],
     "cache": [
         ("an EOS id of 0 taken for no EOS", '''

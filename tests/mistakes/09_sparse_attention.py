@@ -208,6 +208,98 @@ def sliding_window_attention(q, k, v, w):
     scores = band_scores(q, k, w)
     return band_weighted_sum(torch.softmax(scores, dim=-1), v), scores
 '''),
+        ("clamps the window to the sequence, so the weights lose their 2w + 1 slots", """
+def band_scores(q: torch.Tensor, k: torch.Tensor, w: int) -> torch.Tensor:
+    \"\"\"Scores of each query against the keys |i - j| <= w, in the band layout.
+
+    Args:
+        q, k: (..., n, d) queries and keys.   w: one-sided window width (w >= 0).
+
+    Returns:
+        (..., n, 2w + 1): slot o of row i holds q_i · k_j / sqrt(d) for j = i + o - w, and -inf where j is
+        outside 0 … n - 1. Never builds an (n, n) tensor.
+    \"\"\"
+    n, d = q.shape[-2], q.shape[-1]
+    padded = F.pad(k, (0, 0, w, w))  # (..., n + 2w, d): w zero rows at both ends
+    windows = padded.unfold(-2, 2 * w + 1, 1)  # (..., n, d, 2w + 1), a view
+    scores = (q.unsqueeze(-2) @ windows).squeeze(-2) / math.sqrt(d)  # (..., n, 2w + 1)
+    i = torch.arange(n, device=q.device)
+    j = i[:, None] + torch.arange(2 * w + 1, device=q.device)[None, :] - w  # key of slot o of row i
+    outside = (j < 0) | (j >= n)
+    return scores.masked_fill(outside, float("-inf"))
+
+
+def band_weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    \"\"\"Band-layout weights (..., n, 2w + 1) and values (..., n, d_v) → (..., n, d_v): y_i = Σ_o A_io v_{i+o-w}.\"\"\"
+    w = (weights.shape[-1] - 1) // 2
+    padded = F.pad(v, (0, 0, w, w))  # (..., n + 2w, d_v)
+    windows = padded.unfold(-2, 2 * w + 1, 1)  # (..., n, d_v, 2w + 1)
+    return (windows @ weights.unsqueeze(-1)).squeeze(-1)
+
+
+def sliding_window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                             w: int) -> tuple[torch.Tensor, torch.Tensor]:
+    \"\"\"Attention of each query over the keys |i - j| <= w.
+
+    Args:
+        q, k: (..., n, d).   v: (..., n, d_v).   w: one-sided window width (w >= 0; w >= n means full attention).
+
+    Returns:
+        ``(output, weights)``: output (..., n, d_v), equal to ``F.scaled_dot_product_attention`` with the mask
+        ``window_mask(n, w)``; weights (..., n, 2w + 1) in the band layout, 0 where the key does not exist.
+
+    Memory O(n · w · d): no (n, n) tensor. Do not call ``F.scaled_dot_product_attention`` or ``flex_attention``.
+    \"\"\"
+    w = min(w, q.shape[-2] - 1)  # a window wider than the sequence is full attention
+    scores = band_scores(q, k, w)
+    weights = torch.softmax(scores, dim=-1)
+    return band_weighted_sum(weights, v), weights
+"""),
+        ("builds the dense (n, n) scores, then gathers the band", """
+def band_scores(q: torch.Tensor, k: torch.Tensor, w: int) -> torch.Tensor:
+    \"\"\"Scores of each query against the keys |i - j| <= w, in the band layout.
+
+    Args:
+        q, k: (..., n, d) queries and keys.   w: one-sided window width (w >= 0).
+
+    Returns:
+        (..., n, 2w + 1): slot o of row i holds q_i · k_j / sqrt(d) for j = i + o - w, and -inf where j is
+        outside 0 … n - 1. Never builds an (n, n) tensor.
+    \"\"\"
+    n, d = q.shape[-2], q.shape[-1]
+    full = q @ k.transpose(-2, -1) / math.sqrt(d)  # (..., n, n)
+    i = torch.arange(n, device=q.device)
+    j = i[:, None] + torch.arange(2 * w + 1, device=q.device)[None, :] - w  # (n, 2w + 1)
+    outside = (j < 0) | (j >= n)
+    index = j.clamp(0, n - 1).expand(*full.shape[:-1], 2 * w + 1)
+    return torch.gather(full, -1, index).masked_fill(outside, float("-inf"))
+
+
+def band_weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    \"\"\"Band-layout weights (..., n, 2w + 1) and values (..., n, d_v) → (..., n, d_v): y_i = Σ_o A_io v_{i+o-w}.\"\"\"
+    w = (weights.shape[-1] - 1) // 2
+    padded = F.pad(v, (0, 0, w, w))  # (..., n + 2w, d_v)
+    windows = padded.unfold(-2, 2 * w + 1, 1)  # (..., n, d_v, 2w + 1)
+    return (windows @ weights.unsqueeze(-1)).squeeze(-1)
+
+
+def sliding_window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                             w: int) -> tuple[torch.Tensor, torch.Tensor]:
+    \"\"\"Attention of each query over the keys |i - j| <= w.
+
+    Args:
+        q, k: (..., n, d).   v: (..., n, d_v).   w: one-sided window width (w >= 0; w >= n means full attention).
+
+    Returns:
+        ``(output, weights)``: output (..., n, d_v), equal to ``F.scaled_dot_product_attention`` with the mask
+        ``window_mask(n, w)``; weights (..., n, 2w + 1) in the band layout, 0 where the key does not exist.
+
+    Memory O(n · w · d): no (n, n) tensor. Do not call ``F.scaled_dot_product_attention`` or ``flex_attention``.
+    \"\"\"
+    scores = band_scores(q, k, w)
+    weights = torch.softmax(scores, dim=-1)  # -inf slots get weight 0
+    return band_weighted_sum(weights, v), weights
+"""),
     ],
     "longformer": [
         ("scores scaled by √d_model instead of √d_head", _longformer(("math.sqrt(d_head)", "math.sqrt(D)"))),

@@ -378,6 +378,32 @@ def clip_grad_norm(grads, max_norm, norm_type=2.0):
     scale = torch.clamp(max_norm / (total + 1e-6), max=1.0)
     return [g * scale for g in grads], total
 '''),
+        ("scales the caller's gradients in place", """
+def clip_grad_norm(grads: list[torch.Tensor], max_norm: float,
+                   norm_type: float = 2.0) -> tuple[list[torch.Tensor], torch.Tensor]:
+    \"\"\"Gradients rescaled to a global ``norm_type``-norm of at most ``max_norm``, as ``clip_grad_norm_`` does.
+
+    Args:
+        grads: a non-empty list of gradient tensors (any shapes, one dtype).
+        max_norm: the threshold c.   norm_type: p (``2.0``, ``1.0``, ``math.inf``, ...).
+
+    Returns:
+        ``(clipped, total_norm)``: new tensors ``g * min(1, max_norm / (total_norm + 1e-6))``, and the norm of
+        all gradients together *before* clipping, a 0-dim tensor of the gradients' dtype.
+
+    Do not call ``torch.nn.utils.clip_grad_norm_`` (nor any ``torch._foreach_*`` function), and do not scale
+    in place.
+    \"\"\"
+    if math.isinf(norm_type):
+        total = torch.stack([g.abs().max() for g in grads]).max()
+    else:
+        per_tensor = torch.stack([torch.linalg.vector_norm(g, norm_type) for g in grads])
+        total = torch.linalg.vector_norm(per_tensor, norm_type)
+    factor = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(factor)
+    return grads, total
+"""),
     ],
     "early": [
         ("threshold taken as relative to the best value", '''
