@@ -97,13 +97,10 @@ def fetch() -> int:
     if (assets.MODELS_DIR / "smollm2-135m-instruct" / "transformers" / "model.safetensors").exists():
         print("models ready")
         return 0
-    try:
-        from dlcourse.gpt import lm
-
-        lm.load_smollm2()  # converts the GGUF file once, into models/smollm2-135m-instruct/transformers/
-    except Exception as error:  # noqa: BLE001 — a message, not a traceback, for a student
-        print(f"could not prepare SmolLM2 for chapter 04: {error}")
-        return 1
+    status = subprocess.run([sys.executable, "-m", "dlcourse.gpt.lm", "prepare"], check=False).returncode
+    if status:  # converts the GGUF file once, into models/smollm2-135m-instruct/transformers/ (chapter 04's)
+        print("could not prepare SmolLM2 for chapter 04: see the message above")
+        return status
     print("models ready")
     return 0
 

@@ -45,7 +45,7 @@ def test_a_broken_file_is_reported_with_its_own_status_from_the_command_line(tmp
     assert run.returncode == BROKEN, run.stdout + run.stderr
     assert "could not be validated" in run.stdout and "no such notebook" in run.stdout
     assert "nbgrader_config" not in run.stdout + run.stderr
-    assert (ROOT / "Makefile").read_text().count("dlcourse.validate") == 1
+    assert (ROOT / "Makefile").read_text().count("-m dlcourse validate") == 1
 
 
 def _graded(source: str, grade_id: str):
