@@ -144,6 +144,30 @@ def cross_entropy(logits, targets, ignore_index=-100):
     picked = log_probs.gather(1, torch.where(keep, y, 0)[:, None]).squeeze(1)
     return -(picked * keep).sum() / keep.sum()
 """),
+        ("stabilises with one maximum for the whole batch", """
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = -100) -> torch.Tensor:
+    \"\"\"Mean cross-entropy of ``targets`` under ``logits``, skipping ``ignore_index`` targets.
+
+    Args:
+        logits: float tensor of shape (..., C): any leading shape, classes last.
+        targets: int64 tensor of the leading shape (...), each in [0, C) or equal to ``ignore_index``.
+        ignore_index: target value that marks positions to skip (padding).
+
+    Returns:
+        A 0-dim tensor: the mean of -log softmax(logits)[target] over positions whose target is not
+        ``ignore_index`` (NaN when every target is ignored, as in PyTorch). Differentiable w.r.t. logits.
+
+    Do not call ``F.cross_entropy``, ``F.nll_loss``, ``log_softmax``, ``softmax`` or ``logsumexp``
+    (nor anything that computes them for you).
+    \"\"\"
+    m = logits.max()  # one shift for everything
+    lse = torch.log(torch.exp(logits - m).sum(dim=-1)) + m
+    valid = targets != ignore_index
+    safe = targets.masked_fill(~valid, 0)
+    z_y = logits.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
+    loss = (lse - z_y)[valid]
+    return loss.sum() / valid.sum()
+"""),
     ],
     "sgd": [
         ("decays without the learning rate", """

@@ -255,6 +255,30 @@ MISTAKES = {
         scores = scores.masked_fill(key_padding_mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)
         return (weights[:, :, None] * values).sum(dim=1), weights''')),
+        ("squeezes every axis of size one, the batch of one's too", """
+class AdditiveAttention(nn.Module):
+    \"\"\"Bahdanau attention: score_j = v^T tanh(W_q q + W_k k_j).\"\"\"
+
+    def __init__(self, query_dim: int, key_dim: int, attn_dim: int) -> None:
+        super().__init__()
+        self.W_q = nn.Linear(query_dim, attn_dim, bias=False)
+        self.W_k = nn.Linear(key_dim, attn_dim, bias=False)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                key_padding_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        \"\"\"query (B, Dq), keys (B, S, Dk), values (B, S, Dv), key_padding_mask (B, S) bool, True = padding.
+
+        Returns ``(context, weights)``: context (B, Dv) and weights (B, S), summing to 1 over the real keys
+        and exactly 0 at padding. Every row has at least one real key.
+        \"\"\"
+        scores = self.v(torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys))).squeeze()  # (B, S)
+        if key_padding_mask is not None:
+            scores = scores.masked_fill(key_padding_mask.squeeze(), float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        context = torch.matmul(weights.unsqueeze(-2), values).squeeze()
+        return context, weights
+"""),
     ],
     "mult": [
         ("forgets W (Luong's dot score)", mul('''\

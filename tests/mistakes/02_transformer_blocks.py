@@ -407,6 +407,26 @@ def padding_mask(lengths, max_len=None):
         var = ((x - mean) ** 2).mean(dim=-1)
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
 ''')),
+        ("the variance as E[x²] − μ², lost to float32 far from zero", """
+class LayerNorm(nn.Module):
+    \"\"\"Layer normalisation over the last dimension, like ``nn.LayerNorm(d)``.\"\"\"
+
+    def __init__(self, d: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))  # gamma
+        self.bias = nn.Parameter(torch.zeros(d))  # beta
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        \"\"\"x: (..., d) -> (..., d), each position standardised, then scaled by gamma and shifted by beta.
+
+        Do not call ``F.layer_norm``, ``nn.LayerNorm`` or another normalisation built-in (RMS, group, batch,
+        instance norm).
+        \"\"\"
+        mu = x.mean(dim=-1, keepdim=True)
+        var = (x * x).mean(dim=-1, keepdim=True) - mu * mu
+        return self.weight * (x - mu) / torch.sqrt(var + self.eps) + self.bias
+"""),
     ],
     "ffn": [
         ("dropout on the output, after linear2", _ff('''

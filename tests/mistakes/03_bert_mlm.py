@@ -246,6 +246,43 @@ MISTAKES = {
             "            if piece in vocab:\n",
             "            if piece in vocab or (start == 0 and \"##\" + piece in vocab):\n")),
         ("the whole rest of the word never tried", wordpiece(first_end="len(word) - 1")),
+        ("a later piece found without its ##", """
+def wordpiece(word: str, vocab: dict[str, int], unk_token: str = "[UNK]",
+              max_input_chars_per_word: int = 100) -> list[str]:
+    \"\"\"Cut one (already lower-cased, pre-tokenised) word into WordPiece pieces, greedy longest-match-first.
+
+    Args:
+        word: the word, a ``str`` without spaces (it may be empty).
+        vocab: piece → id; continuation pieces carry the prefix ``"##"``.
+        unk_token: what a word that cannot be spelled becomes.
+        max_input_chars_per_word: a word with more characters than this becomes ``[unk_token]``.
+
+    Returns:
+        The pieces, a list of ``str``: the first without ``##``, the rest with it. ``[]`` for an empty word;
+        ``[unk_token]`` (one entry, for the whole word) when at some position no piece of the vocabulary
+        matches, or the word is too long.
+    \"\"\"
+    if len(word) > max_input_chars_per_word:
+        return [unk_token]
+    pieces = []
+    start = 0
+    while start < len(word):
+        end = len(word)
+        piece = None
+        while start < end:  # longest match first
+            candidate = word[start:end]
+            if start > 0 and "##" + candidate in vocab:
+                candidate = "##" + candidate
+            if candidate in vocab:
+                piece = candidate
+                break
+            end -= 1
+        if piece is None:
+            return [unk_token]
+        pieces.append(piece)
+        start = end
+    return pieces
+"""),
     ],
     "masking": [
         ("0 as the ignored label instead of -100", mask(ignore="0")),
@@ -317,6 +354,56 @@ def mask_tokens(input_ids: torch.Tensor, special_tokens_mask: torch.Tensor, voca
         ("positions looked up by token id", emb(positions="input_ids")),
         ("LayerNorm without its learned scale and shift",
          emb(body="x = words + where + segment\n        return F.layer_norm(x, (x.shape[-1],), eps=1e-12)")),
+        ("LayerNorm with PyTorch's default eps, not the module's", """
+class BertEmbeddings(nn.Module):
+    \"\"\"word + learned position + segment embeddings, then LayerNorm (as Hugging Face's ``BertEmbeddings``).\"\"\"
+
+    def __init__(self, vocab_size: int, dim: int, max_positions: int = 512, type_vocab_size: int = 2,
+                 eps: float = 1e-12) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(vocab_size, dim, padding_idx=0)  # [PAD] = 0 gets no gradient
+        self.position_embeddings = nn.Embedding(max_positions, dim)
+        self.token_type_embeddings = nn.Embedding(type_vocab_size, dim)
+        self.norm = nn.LayerNorm(dim, eps=eps)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        \"\"\"input_ids (B, T) int64, token_type_ids (B, T) int64 or None (= all segment 0) → (B, T, dim).
+
+        Position t (0-based) uses row t of ``position_embeddings``.
+        \"\"\"
+        B, T = input_ids.shape
+        positions = torch.arange(T, device=input_ids.device)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        e = (self.word_embeddings(input_ids) + self.position_embeddings(positions)[None]
+             + self.token_type_embeddings(token_type_ids))
+        return F.layer_norm(e, (e.shape[-1],), self.norm.weight, self.norm.bias)
+"""),
+        ("positions counted over the real tokens only", """
+class BertEmbeddings(nn.Module):
+    \"\"\"word + learned position + segment embeddings, then LayerNorm (as Hugging Face's ``BertEmbeddings``).\"\"\"
+
+    def __init__(self, vocab_size: int, dim: int, max_positions: int = 512, type_vocab_size: int = 2,
+                 eps: float = 1e-12) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(vocab_size, dim, padding_idx=0)  # [PAD] = 0 gets no gradient
+        self.position_embeddings = nn.Embedding(max_positions, dim)
+        self.token_type_embeddings = nn.Embedding(type_vocab_size, dim)
+        self.norm = nn.LayerNorm(dim, eps=eps)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        \"\"\"input_ids (B, T) int64, token_type_ids (B, T) int64 or None (= all segment 0) → (B, T, dim).
+
+        Position t (0-based) uses row t of ``position_embeddings``.
+        \"\"\"
+        B, T = input_ids.shape
+        positions = ((input_ids != 0).long().cumsum(dim=1) - 1).clamp(min=0)  # (B, T), padding not counted
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        e = (self.word_embeddings(input_ids) + self.position_embeddings(positions)
+             + self.token_type_embeddings(token_type_ids))
+        return self.norm(e)
+"""),
     ],
     "encoder": [
         ("attention_mask passed on as the padding mask", enc('''
@@ -374,6 +461,42 @@ def mask_tokens(input_ids: torch.Tensor, special_tokens_mask: torch.Tensor, voca
         ("softmax before the cross-entropy",
          pre(mlm_loss="F.cross_entropy(F.softmax(mlm_logits, dim=-1), mlm_labels[chosen])")),
         ("attention mask not passed to the encoder", pre(encoder="self.bert(input_ids, token_type_ids)")),
+        ("the tied decoder weight detached: no MLM gradient for the embeddings", """
+class BertPretraining(nn.Module):
+    \"\"\"BERT with the MLM and NSP heads (Hugging Face's ``BertForPreTraining``); the MLM decoder is tied.\"\"\"
+
+    def __init__(self, vocab_size: int, dim: int, depth: int, heads: int, mlp_dim: int, max_positions: int = 512,
+                 type_vocab_size: int = 2, eps: float = 1e-12) -> None:
+        super().__init__()
+        self.bert = BertEncoder(vocab_size, dim, depth, heads, mlp_dim, max_positions, type_vocab_size, eps)
+        self.mlm_transform = nn.Linear(dim, dim)  # dense → GELU → LayerNorm, then the tied decoder
+        self.mlm_norm = nn.LayerNorm(dim, eps=eps)
+        self.mlm_bias = nn.Parameter(torch.zeros(vocab_size))
+        self.pooler = nn.Linear(dim, dim)  # tanh(W h_CLS + b)
+        self.nsp = nn.Linear(dim, 2)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention_mask: torch.Tensor,
+                mlm_labels: torch.Tensor, nsp_labels: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        \"\"\"Inputs (B, T) int64 as for ``BertEncoder``; ``mlm_labels`` (B, T) int64, -100 where no loss is taken;
+        ``nsp_labels`` (B,) int64, 0 = IsNext, 1 = NotNext.
+
+        Returns ``(loss, mlm_logits, nsp_logits)``: ``loss`` = mean cross-entropy over the chosen positions +
+        mean NSP cross-entropy (a scalar); ``mlm_logits`` (N, vocab_size) at the N positions whose label is not
+        -100, in row-major order, computed there only; ``nsp_logits`` (B, 2). The decoder's weight is
+        ``self.bert.embeddings.word_embeddings.weight``.
+        \"\"\"
+        h = self.bert(input_ids, token_type_ids, attention_mask)  # (B, T, dim)
+        chosen = mlm_labels != -100
+        hidden = h[chosen]  # (N, dim), row-major
+        t = self.mlm_norm(F.gelu(self.mlm_transform(hidden)))
+        mlm_logits = t @ self.bert.embeddings.word_embeddings.weight.detach().T + self.mlm_bias  # (N, V)
+        pooled = torch.tanh(self.pooler(h[:, 0]))  # [CLS]
+        nsp_logits = self.nsp(pooled)
+        mlm_loss = F.cross_entropy(mlm_logits, mlm_labels[chosen])
+        nsp_loss = F.cross_entropy(nsp_logits, nsp_labels)
+        return mlm_loss + nsp_loss, mlm_logits, nsp_logits
+"""),
     ],
 }
 

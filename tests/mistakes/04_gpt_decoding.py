@@ -227,6 +227,34 @@ def perplexity(logits, input_ids, attention_mask=None):
     counted = torch.ones_like(nll) if attention_mask is None else attention_mask[:, 1:].to(nll.dtype)
     return (nll.exp() * counted).sum() / counted.sum()
 '''),
+        ("log of the softmax, -inf for a very unlikely target", """
+def lm_loss(logits: torch.Tensor, input_ids: torch.Tensor,
+            attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    \"\"\"Mean next-token cross-entropy in nats.
+
+    Args:
+        logits: (B, T, V) float, the model's output on ``input_ids``; position t predicts input_ids[:, t + 1].
+        input_ids: (B, T) int64.
+        attention_mask: (B, T) int or bool, 1 (True) for real tokens and 0 (False) for padding; None means no
+            padding. Targets whose mask is 0 are not counted.
+
+    Returns:
+        A scalar: the sum of −log p(target) over the counted targets divided by their number.
+    \"\"\"
+    logp = torch.log(torch.softmax(logits[:, :-1], dim=-1))  # (B, T-1, V)
+    targets = input_ids[:, 1:]
+    nll = -logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T-1)
+    if attention_mask is None:
+        return nll.mean()
+    counted = attention_mask[:, 1:].to(nll.dtype)
+    return (nll * counted).sum() / counted.sum()
+
+
+def perplexity(logits: torch.Tensor, input_ids: torch.Tensor,
+               attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    \"\"\"exp of :func:`lm_loss`: the perplexity of the counted targets (a scalar).\"\"\"
+    return torch.exp(lm_loss(logits, input_ids, attention_mask))
+"""),
     ],
     "labels": [
         ("left padding", '''
@@ -497,6 +525,41 @@ def top_p_filter(logits, p):
     remove = remove_sorted.scatter(-1, order, remove_sorted)
     return logits.masked_fill(remove, float("-inf"))
 '''),
+        ("divides the caller's logits in place", """
+def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    \"\"\"logits (B, V) / temperature; a temperature ≤ 0 raises ValueError.\"\"\"
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    return logits.div_(temperature)
+
+
+def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
+    \"\"\"Set every logit below the row's k-th largest to −inf (ties with it are kept). k ≥ V keeps all;
+    k < 1 raises ValueError.\"\"\"
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if k >= logits.shape[-1]:
+        return logits.clone()
+    kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (B, 1)
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
+    \"\"\"Keep, per row, the most probable tokens until their probability reaches p; the rest → −inf.
+
+    A token is kept when the total probability of the tokens more probable than it is below p; the most
+    probable token is always kept. p outside (0, 1] raises ValueError.
+    \"\"\"
+    if not 0 < p <= 1:
+        raise ValueError(f"p must be in (0, 1], got {p}")
+    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs  # probability of the tokens more probable than each
+    remove_sorted = before >= p
+    remove_sorted[..., 0] = False
+    remove = torch.zeros_like(remove_sorted).scatter(-1, order, remove_sorted)
+    return logits.masked_fill(remove, float("-inf"))
+"""),
     ],
     "sample": [
         ("one uniform number for the whole batch", '''
@@ -943,6 +1006,62 @@ def greedy_decode_cached(model, input_ids, max_new_tokens, eos_token_id=None):
             break
     return ids
 '''),
+        ("stops when the first row finishes", """
+@torch.no_grad()
+def greedy_decode_cached(model, input_ids: torch.Tensor, max_new_tokens: int,
+                         eos_token_id: int | None = None) -> torch.Tensor:
+    \"\"\"``greedy_decode`` with a cache: one call on the prompt, then one call of shape (B, 1) per token chosen,
+    except after the last one (and after every row has finished): n new tokens take n calls in all.
+
+    Returns:
+        (B, T + n) int64, equal to ``greedy_decode(model, input_ids, max_new_tokens, eos_token_id)``.
+    \"\"\"
+    ids = input_ids
+    if max_new_tokens <= 0:
+        return ids.clone()
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+    out = model(ids)  # prefill
+    past, logits = out.past, out.logits[:, -1]
+    for step in range(max_new_tokens):
+        next_token = logits.argmax(dim=-1)
+        if eos_token_id is not None:
+            next_token = torch.where(finished, torch.full_like(next_token, eos_token_id), next_token)
+            finished = finished | (next_token == eos_token_id)
+        ids = torch.cat([ids, next_token[:, None]], dim=1)
+        if step == max_new_tokens - 1 or (eos_token_id is not None and int(next_token[0]) == eos_token_id):
+            break
+        out = model(next_token[:, None], past=past)
+        past, logits = out.past, out.logits[:, -1]
+    return ids
+"""),
+        ("adds a token when none is asked for", """
+@torch.no_grad()
+def greedy_decode_cached(model, input_ids: torch.Tensor, max_new_tokens: int,
+                         eos_token_id: int | None = None) -> torch.Tensor:
+    \"\"\"``greedy_decode`` with a cache: one call on the prompt, then one call of shape (B, 1) per token chosen,
+    except after the last one (and after every row has finished): n new tokens take n calls in all.
+
+    Returns:
+        (B, T + n) int64, equal to ``greedy_decode(model, input_ids, max_new_tokens, eos_token_id)``.
+    \"\"\"
+    ids = input_ids
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+    out = model(ids)  # prefill
+    past, logits = out.past, out.logits[:, -1]
+    step = 0
+    while True:
+        next_token = logits.argmax(dim=-1)
+        if eos_token_id is not None:
+            next_token = torch.where(finished, torch.full_like(next_token, eos_token_id), next_token)
+            finished = finished | (next_token == eos_token_id)
+        ids = torch.cat([ids, next_token[:, None]], dim=1)
+        step += 1
+        if step >= max_new_tokens or (eos_token_id is not None and bool(finished.all())):
+            break
+        out = model(next_token[:, None], past=past)
+        past, logits = out.past, out.logits[:, -1]
+    return ids
+"""),
     ],
 }
 

@@ -208,6 +208,37 @@ def span_corruption(tokens, noise_mask, sentinel_ids, eos_id):
         targets.append(int(sentinel_ids[k]))
     return torch.tensor(inputs + [eos_id]), torch.tensor(targets + [eos_id])
 '''),
+        ("writes the sentinels into the caller's tokens", """
+def span_corruption(tokens: torch.Tensor, noise_mask: torch.Tensor, sentinel_ids, eos_id: int
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    \"\"\"T5's span corruption of one sequence.
+
+    Args:
+        tokens: (L,) int64 token ids.
+        noise_mask: (L,) bool, True = noise.
+        sentinel_ids: a list or 1-D tensor of ids; the k-th run (of noise for the input, of kept tokens for the
+            target) becomes sentinel_ids[k]. It holds at least as many ids as there are runs.
+        eos_id: appended to both.
+
+    Returns:
+        (inputs, targets), two 1-D int64 tensors.
+    \"\"\"
+    sentinels = torch.as_tensor(sentinel_ids, dtype=torch.long)
+    noise = noise_mask.bool()
+    eos = torch.tensor([eos_id], dtype=torch.long)
+    # run starts: a position whose predecessor is of the other kind (the first position always starts a run)
+    before = torch.cat([~noise[:1], noise[:-1]])
+    noise_starts = noise & ~before
+    kept_starts = ~noise & before
+    # the target: the original tokens with every kept run replaced by a sentinel
+    target_tokens = tokens.clone()
+    target_tokens[kept_starts] = sentinels[: int(kept_starts.sum())]
+    targets = torch.cat([target_tokens[noise | kept_starts], eos])
+    # the input: write a sentinel over the first token of each noise run, drop the rest of the run
+    tokens[noise_starts] = sentinels[: int(noise_starts.sum())]
+    inputs = torch.cat([tokens[~noise | noise_starts], eos])
+    return inputs, targets
+"""),
     ],
     "shift": [
         ("−100 replaced in place: the caller's labels change", '''

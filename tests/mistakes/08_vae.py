@@ -70,6 +70,36 @@ def kl_diagonal_gaussians(mu_q: torch.Tensor, logvar_q: torch.Tensor, mu_p: torc
     mean_term = (mu_q - mu_p).pow(2) / logvar_p.exp()
     return 0.5 * (logvar_p - logvar_q + var_ratio + mean_term - 1.0).sum(dim=-1)
 """),
+        ("the log of exp(logvar), -inf once σ² underflows", """
+def kl_standard_normal(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+    \"\"\"KL( N(mu, diag exp(logvar)) ‖ N(0, I) ), summed over the last dimension.
+
+    Args:
+        mu: (..., L) means, float32 or float64.
+        logvar: (..., L) log-variances log σ², same shape and dtype.
+
+    Returns:
+        (...) the KL divergence of each row, in nats, same dtype.
+    \"\"\"
+    var = torch.exp(logvar)
+    return 0.5 * (mu.pow(2) + var - 1.0 - torch.log(var)).sum(-1)
+
+
+def kl_diagonal_gaussians(mu_q: torch.Tensor, logvar_q: torch.Tensor, mu_p: torch.Tensor,
+                          logvar_p: torch.Tensor) -> torch.Tensor:
+    \"\"\"KL( N(mu_q, diag exp(logvar_q)) ‖ N(mu_p, diag exp(logvar_p)) ), summed over the last dimension.
+
+    Args:
+        mu_q, logvar_q: (..., L) mean and log-variance of q.
+        mu_p, logvar_p: mean and log-variance of p, each broadcastable to (..., L) (e.g. (L,) for one p).
+
+    Returns:
+        (...) in nats, the dtype of the inputs.
+    \"\"\"
+    var_q = torch.exp(logvar_q)
+    var_p = torch.exp(logvar_p)
+    return (0.5 * torch.log(var_p / var_q) + (var_q + (mu_q - mu_p).pow(2)) / (2.0 * var_p) - 0.5).sum(-1)
+"""),
     ],
     "reparam": [
         ("log-variance read as the variance: σ = √logvar", '''
@@ -265,6 +295,40 @@ def slerp(z0: torch.Tensor, z1: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     if bool((sin_omega < 1e-6).any()):  # parallel vectors: 0/0, use the linear path
         return (1 - t) * z0 + t * z1
     return torch.sin((1 - t) * omega) / sin_omega * z0 + torch.sin(t * omega) / sin_omega * z1
+"""),
+        ("the linear path for parallel codes only, not for opposite ones", """
+def lerp(z0: torch.Tensor, z1: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    \"\"\"Points on the straight line from z0 to z1.
+
+    Args:
+        z0, z1: (..., L) start and end codes, same shape.
+        t: (T,) fractions of the way (0 gives z0, 1 gives z1), the dtype of z0.
+
+    Returns:
+        (T, ..., L): entry k is (1 − t[k]) z0 + t[k] z1.
+    \"\"\"
+    tt = t.reshape(-1, *([1] * z0.dim()))  # (T, 1, ..., 1)
+    return (1 - tt) * z0 + tt * z1
+
+
+def slerp(z0: torch.Tensor, z1: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    \"\"\"Points on the great-circle arc from z0 to z1 (spherical linear interpolation), one arc per pair of rows.
+
+    Args:
+        z0, z1: (..., L) nonzero start and end codes, same shape; the angle ω between z0 and z1 is taken over
+            the last dimension, one angle per pair of vectors.
+        t: (T,) fractions of the way, the dtype of z0.
+
+    Returns:
+        (T, ..., L): sin((1 − t)ω)/sin ω · z0 + sin(tω)/sin ω · z1; where sin ω < 1e-6 (parallel vectors), the
+        linear interpolation instead.
+    \"\"\"
+    tt = t.reshape(-1, *([1] * z0.dim()))  # (T, 1, ..., 1)
+    cos_omega = (z0 * z1).sum(-1, keepdim=True) / (z0.norm(dim=-1, keepdim=True) * z1.norm(dim=-1, keepdim=True))
+    omega = torch.acos(cos_omega.clamp(-1.0, 1.0))
+    sin_omega = torch.sin(omega)
+    arc = torch.sin((1 - tt) * omega) / sin_omega * z0 + torch.sin(tt * omega) / sin_omega * z1
+    return torch.where(omega < 1e-6, lerp(z0, z1, t), arc)
 """),
     ],
     "iwae": [

@@ -393,6 +393,48 @@ def receptive_field(mask, layers):
              "probs = torch.cat([p_glob, dense_mid.reshape(B, H, -1, n)], dim=2)"))),
         ("key blocks gathered with every head's table for every head", _bigbird(
             ("view(B, H, nb, block, d)[:, head, idx]", "view(B, H, nb, block, d)[:, :, idx]"))),
+        ("the probabilities allocated in float32, on the CPU", """
+def bigbird_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rand_blocks: torch.Tensor,
+                      block: int) -> tuple[torch.Tensor, torch.Tensor]:
+    \"\"\"BigBird's block-sparse attention (global first/last blocks, window of 3 blocks, random blocks).
+
+    Args:
+        q, k, v: float (B, H, n, d), n a multiple of ``block`` with at least 5 blocks.
+        rand_blocks: int64 (H, n // block - 2, r): row I - 1 of head h lists the random key blocks of query
+            block I for that head.
+        block: tokens per block.
+
+    Returns:
+        ``(output, probs)``: output (B, H, n, d) = probs @ v; probs (B, H, n, n), row i the softmax of
+        q_i · k_j / sqrt(d) over the keys token i may attend (``bigbird_mask`` of its head), 0 elsewhere.
+
+    Compute the scores block by block: no (B, H, n, n) score tensor (the probs are assembled at the end).
+    \"\"\"
+    B, H, n, d = q.shape
+    n_blocks = n // block
+    scale = 1.0 / math.sqrt(d)
+    offsets = torch.arange(block, device=q.device)
+    all_tokens = torch.arange(n, device=q.device)
+    probs = torch.zeros(B, H, n, n)  # filled block row by block row
+    out_heads, prob_heads = [], []
+    for h in range(H):
+        allowed = bigbird_block_mask(n_blocks, rand_blocks[h]).to(q.device)  # (n_blocks, n_blocks)
+        outs, rows = [], []
+        for I in range(n_blocks):
+            q_blk = q[:, h, I * block:(I + 1) * block]  # (B, block, d)
+            if I == 0 or I == n_blocks - 1:  # global query blocks: every key
+                tokens = all_tokens
+            else:
+                key_blocks = torch.nonzero(allowed[I]).flatten()  # each allowed key block once
+                tokens = (key_blocks[:, None] * block + offsets).flatten()  # (m,) key tokens
+            k_sel, v_sel = k[:, h][:, tokens], v[:, h][:, tokens]  # (B, m, d)
+            p = torch.softmax(q_blk @ k_sel.transpose(-1, -2) * scale, dim=-1)  # (B, block, m)
+            outs.append(p @ v_sel)
+            rows.append(q.new_zeros(B, block, n).index_copy(2, tokens, p))  # back into the dense row
+        out_heads.append(torch.cat(outs, dim=1))  # (B, n, d)
+        probs[:, h] = torch.cat(rows, dim=1)
+    return torch.stack(out_heads, dim=1), probs
+"""),
     ],
 }
 

@@ -308,6 +308,53 @@ def triangular(step_size_up, max_factor, step_size_down=None):
         return 1.0 + (max_factor - 1.0) * height
     return factor
 '''),
+        ("clamps the cosine's progress at 1", """
+def linear_warmup_decay(warmup_steps: int, total_steps: int):
+    \"\"\"λ(t): linear from 0 to 1 over ``warmup_steps``, then linear down to 0 at ``total_steps`` (0 after).
+
+    The multiplier of ``transformers.get_linear_schedule_with_warmup``; returns a function int -> float.
+    \"\"\"
+    def lr_lambda(step: int) -> float:
+        if step < warmup_steps:
+            return step / max(1, warmup_steps)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return lr_lambda
+
+
+def cosine_warmup_decay(warmup_steps: int, total_steps: int, num_cycles: float = 0.5):
+    \"\"\"λ(t): linear warm-up as above, then ``max(0, (1 + cos(2π · num_cycles · progress)) / 2)``.
+
+    ``progress = (t - warmup_steps) / max(1, total_steps - warmup_steps)``. The multiplier of
+    ``transformers.get_cosine_schedule_with_warmup``; returns a function int -> float.
+    \"\"\"
+    def lr_lambda(step: int) -> float:
+        if step < warmup_steps:
+            return step / max(1, warmup_steps)
+        progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+        return max(0.0, 0.5 * (1.0 + math.cos(2.0 * math.pi * num_cycles * progress)))
+
+    return lr_lambda
+
+
+def triangular(step_size_up: int, max_factor: float, step_size_down: int | None = None):
+    \"\"\"λ(t) of a triangular cyclical schedule: 1 at the start of each cycle, ``max_factor`` after
+    ``step_size_up`` steps, back to 1 after ``step_size_down`` more (default: ``step_size_up``).
+
+    With ``LambdaLR`` and a base rate ``b`` it gives the learning rates of
+    ``CyclicLR(base_lr=b, max_lr=b * max_factor, step_size_up, step_size_down, mode="triangular")``.
+    \"\"\"
+    down = step_size_up if step_size_down is None else step_size_down
+    cycle = step_size_up + down
+    ratio = step_size_up / cycle
+
+    def lr_lambda(step: int) -> float:
+        x = (step % cycle) / cycle  # position in the cycle, in [0, 1)
+        h = x / ratio if x <= ratio else (x - 1) / (ratio - 1)
+        return 1.0 + (max_factor - 1.0) * h
+
+    return lr_lambda
+"""),
     ],
     "clip": [
         ("no 1e-6 in the scale", '''
