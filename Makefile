@@ -22,7 +22,7 @@ ARGS   ?=
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(min(8, (os.cpu_count() or 1) + 1))')
 
 
-.PHONY: instructor-only help setup lab lecture formgrader validate test test-fast check lint release autograde feedback grades zip-collect bundle gradescope hub hub-release hub-collect hub-feedback bench gpu-check checkpoints clean-grading html
+.PHONY: instructor-only help setup lab lecture formgrader validate test test-fast check lint release autograde feedback grades zip-collect similarity bundle gradescope hub hub-release hub-collect hub-feedback bench gpu-check checkpoints clean-grading html
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -143,6 +143,10 @@ hub-feedback: instructor-only setup ## make feedback, and return the chapter's f
 	@test -n "$(CH)" || { echo "say which chapter: make hub-feedback CH=00_welcome"; exit 2; }
 	$(PY) autograder/hub.py feedback --chapter $(CH) $(if $(HUB_ROOT),--root $(HUB_ROOT))
 
+similarity: instructor-only setup ## which submissions look copied: every pair compared per answer cell and whole notebook, and each against the solution and an archive of earlier terms (CH=07_gan; ARCHIVE=folder of <term>/<student>/<chapter>.ipynb; THRESHOLD=0.7); autograder/similarity/<CH>/similarity.html and .csv; changes no grade
+	@test -n "$(CH)" || { echo "say which chapter: make similarity CH=07_gan"; exit 2; }
+	$(PY) autograder/similarity.py $(CH) $(if $(ARCHIVE),--archive $(ARCHIVE)) $(if $(THRESHOLD),--threshold $(THRESHOLD))
+
 bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (no solutions, no hidden tests)
 	$(PIPELINE) bundle
 
@@ -188,5 +192,5 @@ instructor-only:
 	  echo "Students: 'make setup', then 'make lab'."; exit 1; }
 
 clean-grading: ## remove submitted/, autograded/, feedback/ and the gradebook
-	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/results autograder/gradebook.db autograder/.gradebook-sync.json \
+	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/results autograder/similarity autograder/gradebook.db autograder/.gradebook-sync.json \
 	  autograder/grades.csv autograder/grades-*.csv autograder/review.csv
