@@ -944,6 +944,21 @@ def zip_collect(chapter: str) -> list[str]:
     return [sid for sid, ch in submissions(chapter=chapter)]
 
 
+def similarity_summary(chapters_graded: list[str]) -> list[str]:
+    """After grading: per chapter, how many pairs of notebooks look alike, the most alike, and where the report is
+    (:mod:`similarity`; ``make similarity`` for its options). A report that cannot be made is a line, never an
+    error: grading is done by then."""
+    lines = []
+    for chapter in chapters_graded:
+        try:
+            import similarity
+
+            lines.append(similarity.summary(chapter))
+        except Exception as error:  # noqa: BLE001
+            lines.append(f"similarity, {chapter}: no report ({type(error).__name__}: {error})")
+    return [line for line in lines if line]
+
+
 def bundle(out: Path | None = None) -> Path:
     """The student bundle: course/, the package, data, set-up files and README. No solutions, no tests."""
     out = out or ROOT / "dist" / "dlcourse-student.zip"
@@ -1069,6 +1084,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{len(results) - len(failed)} graded, {len(failed)} failed, {len(review)} flagged for review, "
                   f"{len(skipped)} unchanged since they were graded (--force grades them again); "
                   f"results in {RESULTS}")
+            for line in similarity_summary(sorted({r.chapter for r in [*results, *skipped]})):
+                print(line)
             return 1 if failed else 0
         elif args.command == "feedback":
             notes: list[str] = []

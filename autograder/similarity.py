@@ -476,6 +476,35 @@ def archive_notebooks(folder: Path, chapter: str) -> dict[str, Path]:
     return found
 
 
+def run(chapter: str, archive: Path | None = None, threshold: float = 0.7, public: list[str] | None = None,
+        out: Path | None = None) -> tuple[Report, Path] | None:
+    """The report for the chapter's submissions under the grading folder, written; None with fewer than two."""
+    submitted = {s: pipeline.SUBMITTED / s / c / f"{c}.ipynb" for s, c in pipeline.submissions(chapter=chapter)}
+    submitted = {s: p for s, p in submitted.items() if p.exists()}
+    if len(submitted) < 2:
+        return None
+    solution = next(iter(sorted((pipeline.SOLUTIONS / chapter).glob("*.ipynb"))), None)
+    report = compare(chapter, submitted, solution, archive_notebooks(archive, chapter) if archive else None,
+                     threshold, public)
+    out = out or pipeline.GRADING / "similarity" / chapter
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(report, out / "similarity.csv")
+    write_html(report, out / "similarity.html")
+    return report, out
+
+
+def summary(chapter: str) -> str:
+    """One line for the end of ``make autograde``: the notebooks that look alike, and the report."""
+    made = run(chapter)
+    if made is None:
+        return ""
+    report, out = made
+    flagged = [p for p in report.pairs if p.exercise == "notebook" and p.score >= report.threshold]
+    top = f" (most alike: {flagged[0].a} / {flagged[0].b}, {flagged[0].score:.2f})" if flagged else ""
+    return (f"similarity, {chapter}: {len(flagged)} pair(s) of notebooks at or above {report.threshold:.2f}{top}; "
+            f"report: {out / 'similarity.html'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="similarity.py", description=__doc__.split("\n")[0])
     parser.add_argument("chapter")
@@ -485,18 +514,20 @@ def main(argv: list[str] | None = None) -> int:
                                                           "default: the chapter's list in PUBLIC)")
     parser.add_argument("--out", type=Path, help="default: autograder/similarity/<chapter>/")
     args = parser.parse_args(argv)
-    submitted = {s: pipeline.SUBMITTED / s / c / f"{c}.ipynb" for s, c in pipeline.submissions(chapter=args.chapter)}
-    submitted = {s: p for s, p in submitted.items() if p.exists()}
-    if len(submitted) < 2:
+    try:
+        pipeline.chapters(args.chapter)
+    except pipeline.PipelineError as error:  # a mistyped chapter: one line, nothing written
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.archive and not args.archive.is_dir():
+        print(f"error: ARCHIVE={args.archive} is not a folder", file=sys.stderr)
+        return 2
+    made = run(args.chapter, args.archive, args.threshold, args.public, args.out)
+    if made is None:
         print(f"fewer than two submissions of {args.chapter} under {pipeline.SUBMITTED}: nothing to compare")
         return 0
-    solution = next(iter(sorted((pipeline.SOLUTIONS / args.chapter).glob("*.ipynb"))), None)
-    archive = archive_notebooks(args.archive, args.chapter) if args.archive else None
-    report = compare(args.chapter, submitted, solution, archive, args.threshold, args.public)
-    out = args.out or pipeline.GRADING / "similarity" / args.chapter
-    out.mkdir(parents=True, exist_ok=True)
-    write_csv(report, out / "similarity.csv")
-    write_html(report, out / "similarity.html")
+    report, out = made
+    submitted = report.students
     flagged = [p for p in report.pairs if p.score >= report.threshold]
     print(f"{args.chapter}: {len(submitted)} submissions, {len(flagged)} comparisons at or above "
           f"{report.threshold:.2f}; report: {out / 'similarity.html'}")
