@@ -192,5 +192,5 @@ instructor-only:
 	  echo "Students: 'make setup', then 'make lab'."; exit 1; }
 
 clean-grading: ## remove submitted/, autograded/, feedback/ and the gradebook
-	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/results autograder/similarity autograder/gradebook.db autograder/.gradebook-sync.json \
+	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/results autograder/similarity autograder/analytics autograder/gradebook.db autograder/.gradebook-sync.json \
 	  autograder/grades.csv autograder/grades-*.csv autograder/review.csv

@@ -926,6 +926,14 @@ def grades(fmt: str = "csv", out: Path | None = None, only: list[str] | None = N
     if not chosen:
         notes.append("no chapter has a submission: name some with --chapter")
     notes += review_lines(opened)
+    try:  # where the class struggled: a page per chapter, beside the grades (informs a person, changes nothing)
+        import analytics
+
+        pages = analytics.write_pages(table, chosen, RESULTS, GRADING / "analytics", rules)
+        if pages:
+            notes.append(f"class analytics: {', '.join(str(p) for p in pages)}")
+    except Exception as error:  # noqa: BLE001 — the grades are written; a page that fails is a line
+        notes.append(f"class analytics not written ({type(error).__name__}: {error})")
     return written
 
 

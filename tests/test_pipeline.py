@@ -382,6 +382,9 @@ def test_feedback_hides_hidden_tests_and_grades_export(graded):
     assert {"reads_solutions", "tamperer"} <= {r["student"] for r in review}, review
     assert all(r["reason"] != "flagged by the grader" for r in review), review  # the grader's own reasons
     assert any(r["student"] == "corrupt_file" and "JSON" in r["reason"] for r in review), review
+    page = htmllib.unescape((root / "analytics" / f"{CHAPTER}.html").read_text())  # the class analytics, beside
+    assert f"class analytics: {root / 'analytics' / f'{CHAPTER}.html'}" in result.stdout  # the grades
+    assert "Class analytics, 00_welcome" in page and "full_marks" in page and "The failing tests" in page
     for fmt, header in (("canvas", "Student,ID,SIS User ID,SIS Login ID,Section,"), ("moodle", "ID number,")):
         result = _run(root, "grades", "--format", fmt)
         assert result.returncode == 0, result.stdout + result.stderr
