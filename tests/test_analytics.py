@@ -65,3 +65,11 @@ def test_make_grades_writes_a_page_per_chapter(tmp_path):
     table, results, rules = _class(tmp_path)
     written = analytics.write_pages(table, ["ch"], results, tmp_path / "analytics", rules)
     assert [p.name for p in written] == ["ch.html"] and written[0].read_text().startswith("<!doctype html>")
+
+
+def test_the_readme_shows_both_pages():
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    for image in ("similarity.png", "similarity-side-by-side.png", "analytics.png"):
+        assert f"(docs/images/{image})" in readme and (ROOT / "docs" / "images" / image).stat().st_size > 10_000
