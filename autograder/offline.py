@@ -1,4 +1,5 @@
-"""The JavaScript a rendered chapter (``make html``) needs, kept on this machine so the pages work offline.
+"""The JavaScript a rendered chapter (``make html``) needs, kept on this machine so the pages work offline
+(and axe-core, the accessibility engine the browser tests run on the course's pages).
 
 nbconvert's pages load three scripts from public CDNs: RequireJS, the Jupyter widgets' HTML manager (which
 draws every widget from the state saved in the page) and MathJax. Offline, every widget output is blank and
@@ -58,12 +59,17 @@ PACKAGES = (
             "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
             ("es5/tex-chtml-full.js", "es5/output/chtml/fonts/woff-v2", "LICENSE", "package.json"), "mathjax",
             "Apache-2.0"),
+    # not for the pages: the accessibility engine the browser tests run on them (tests/test_accessibility.py)
+    Package("axe-core", "4.14.1",
+            "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==",
+            ("axe.min.js", "LICENSE", "package.json"), "axe-core", "MPL-2.0"),
 )
 
 # Where a page finds each script, relative to the folder the scripts are copied into.
 REQUIRE_JS = "requirejs/require.js"
 WIDGETS_JS = "html-manager/dist/embed-amd.js"
 MATHJAX_JS = "mathjax/es5/tex-chtml-full.js"
+AXE_JS = "axe-core/axe.min.js"
 STAMP = "versions.json"
 
 
@@ -91,7 +97,8 @@ def present(store: Path = STORE) -> bool:
         versions = json.loads((store / STAMP).read_text())
     except (OSError, ValueError):
         return False
-    return versions == _expected() and all((store / f).is_file() for f in (REQUIRE_JS, WIDGETS_JS, MATHJAX_JS))
+    return versions == _expected() and all((store / f).is_file()
+                                           for f in (REQUIRE_JS, WIDGETS_JS, MATHJAX_JS, AXE_JS))
 
 
 def fetch(store: Path = STORE, npm: str | None = None) -> bool:
