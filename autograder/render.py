@@ -111,9 +111,11 @@ def render(chapters: list[str], out: Path, fast: bool, cdn: bool = False,
     for who in ("instructor", "students"):
         rows = "\n".join(f'<li><a href="{html.escape(ch)}.html">{html.escape(ch)}</a> '
                          f"(executed in {s:.0f} s)</li>" for ch, s in done)
+        whose = "instructor's" if who == "instructor" else "students'"
         (out / who / "index.html").write_text(
-            f"<!doctype html><meta charset='utf-8'><title>Deep Learning from Scratch ({who})</title>\n"
-            f"<h1>Deep Learning from Scratch — {who}' copy, {mode}</h1>\n<ul>\n{rows}\n</ul>\n", encoding="utf-8")
+            f"<!doctype html><html lang='en'><meta charset='utf-8'><title>Deep Learning from Scratch ({who})</title>"
+            f"\n<main><h1>Deep Learning from Scratch — the {whose} copy, {mode}</h1>\n<ul>\n{rows}\n</ul></main>\n",
+            encoding="utf-8")
     if failed:
         raise RenderError("not rendered:\n" + "\n".join(failed))
     return done

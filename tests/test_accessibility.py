@@ -70,3 +70,17 @@ def test_the_engine_finds_what_it_should(tmp_path):
     found = {v["id"]: v["impact"] for v in axe(page)}
     assert {"image-alt", "button-name", "color-contrast"} <= set(found), found
     assert found["image-alt"] == "critical" and found["color-contrast"] == "serious"
+
+
+def test_the_rendered_chapters_index_has_no_violation(tmp_path):
+    """``make html``'s index page (the chapters' own pages are not yet checked: see the README)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "render.py"), "--chapter", "00_welcome",
+                           "--fast", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for who in ("students", "instructor"):
+        assert axe(tmp_path / who / "index.html") == []
