@@ -50,6 +50,7 @@ import functools
 import hashlib
 import html
 import io
+import keyword
 import math
 import statistics
 import sys
@@ -184,7 +185,7 @@ def statements(source: str) -> list[tuple[list[str], tuple[int, int]]]:
         lines = source.splitlines()
         found = []
         for i, line in enumerate(lines, 1):
-            toks = ["_v" if t.isidentifier() and t not in _KEYWORDS else t for t in _tokens(line)]
+            toks = ["_v" if t.isidentifier() and not keyword.iskeyword(t) else t for t in _tokens(line)]
             if toks and not line.lstrip().startswith("#"):
                 found.append((toks, (i, i)))
         return found
@@ -204,8 +205,6 @@ def statements(source: str) -> list[tuple[list[str], tuple[int, int]]]:
             found.append((toks, span))
     return found
 
-
-_KEYWORDS = set(__import__("keyword").kwlist)
 
 
 def _hash(tokens: tuple[str, ...]) -> int:

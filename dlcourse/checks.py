@@ -1042,6 +1042,24 @@ def _oracle_to_student(name: str, rename: dict[str, str] | None) -> str:
     return target + (name + ".")[len(source):-1] if (name + ".") != source else target.rstrip(".")
 
 
+def _trace_tolerance(tol: Tolerance) -> Tolerance:
+    """The tolerance a trace's submodule outputs are compared with: the check's own, no tighter than rtol 1e-4 and
+    atol 1e-5 (a float32 path through many submodules rounds differently from the oracle's)."""
+    __tracebackhide__ = True
+    return Tolerance(rtol=max(tol.rtol, 1e-4), atol=max(tol.atol, 1e-5))
+
+
+def _student_trace(student: Any, inputs: Sequence[Any], kwargs: dict) -> list:
+    """What each submodule of the student's module computed on copies of ``inputs``
+    (:func:`dlcourse.grading.trace.submodule_trace`; in the grader, in the student's kernel)."""
+    __tracebackhide__ = True
+    from dlcourse.grading.trace import submodule_trace
+
+    if is_remote(student):
+        return student.trace(list(inputs), dict(kwargs))
+    return submodule_trace(student, _clone(list(inputs)), _clone(kwargs))
+
+
 def localise(student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwargs: dict, *,  # noqa: PLR0913
              rename: dict[str, str] | None = None, tol: Tolerance | None = None,
              name: str = "your module") -> list[str]:
@@ -1056,11 +1074,10 @@ def localise(student: Any, oracle: torch.nn.Module, inputs: Sequence[Any], kwarg
     __tracebackhide__ = True
     from dlcourse.grading.trace import submodule_trace
 
-    tol = Tolerance(rtol=max((tol or FLOAT32).rtol, 1e-4), atol=max((tol or FLOAT32).atol, 1e-5))
+    tol = _trace_tolerance(tol or FLOAT32)
     whose = "your module" if is_remote(student) else type(student).__name__
     try:
-        theirs = (student.trace(inputs, kwargs) if is_remote(student)
-                  else submodule_trace(student, _clone(list(inputs)), _clone(kwargs)))
+        theirs = _student_trace(student, inputs, kwargs)
         ours = submodule_trace(oracle, _clone(list(inputs)), _clone(kwargs))
     except Exception:  # a trace is a courtesy: the comparison has already failed and says so
         return []
@@ -1175,13 +1192,10 @@ def _stored_lines(student: Any, inputs: Sequence[Any], kwargs: dict, steps: dict
                   tol: Tolerance) -> list[str]:
     """:func:`stored_steps`' lines: the first of ``steps`` whose output parts from the stored numbers."""
     __tracebackhide__ = True
-    from dlcourse.grading.trace import submodule_trace
-
-    tol = Tolerance(rtol=max(tol.rtol, 1e-4), atol=max(tol.atol, 1e-5))
+    tol = _trace_tolerance(tol)
     whose = "your module" if is_remote(student) else type(student).__name__
     try:
-        trace = (student.trace(list(inputs), dict(kwargs)) if is_remote(student)
-                 else submodule_trace(student, _clone(list(inputs)), _clone(kwargs)))
+        trace = _student_trace(student, inputs, kwargs)
     except Exception:  # the check has already failed and says so; these lines are a courtesy
         return []
     first = {}
@@ -1274,10 +1288,7 @@ def _attention_stages(student: Any, oracle: torch.nn.Module, qkv: tuple, kwargs:
              "are merged, or the output projection"]
     projection = getattr(oracle, "out_proj", None)
     try:
-        from dlcourse.grading.trace import submodule_trace
-
-        trace = (student.trace(list(qkv), dict(kwargs)) if is_remote(student)
-                 else submodule_trace(student, _clone(list(qkv)), _clone(kwargs)))
+        trace = _student_trace(student, qkv, kwargs)
         fed = [seen_in for sub, seen_in, _ in trace if sub == "out_proj" or sub.endswith(".out_proj")]
         if not fed or projection is None:
             return lines
