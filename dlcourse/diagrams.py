@@ -68,12 +68,15 @@ def _canvas(width: float, height: float, panels: int = 1) -> tuple[Figure, list[
     return fig, axes
 
 
-def _finish(fig: Figure) -> Figure:
-    """Take ``fig`` out of pyplot's figure list (so a notebook displays it once) and return it."""
+def _finish(fig: Figure, alt: str) -> Figure:
+    """Take ``fig`` out of pyplot's figure list (so a notebook displays it once), give it its text alternative
+    ``alt`` (what the diagram shows, in plain words: :mod:`dlcourse.figures`) and return it."""
     import matplotlib.pyplot as plt
 
+    from dlcourse import figures
+
     plt.close(fig)
-    return fig
+    return figures.describe(fig, alt)
 
 
 def _text(ax: Axes, x: float, y: float, s: str, *, size: float = 10, **kw) -> Text:

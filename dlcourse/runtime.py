@@ -228,8 +228,9 @@ def _install_grading_watchdog() -> None:
 
 
 def setup_notebook(seed: int = 0, device: str | None = None, quiet: bool = False) -> torch.device:
-    """What every chapter's locked set-up cell calls: seeds, device, warnings to stdout, offline hub, and errors
-    that name the inputs they met (:mod:`dlcourse.cases`).
+    """What every chapter's locked set-up cell calls: seeds, device, warnings to stdout, offline hub, errors
+    that name the inputs they met (:mod:`dlcourse.cases`) and figures shown with a text alternative
+    (:mod:`dlcourse.figures`).
 
     Under nbgrader, a cell that runs past the time limit is stopped with :class:`GradingTimeout`.
     Returns the device the chapter should use.
@@ -243,6 +244,9 @@ def setup_notebook(seed: int = 0, device: str | None = None, quiet: bool = False
     from dlcourse import cases
 
     cases.install()  # an error inside a function a cell defines names the inputs it met
+    from dlcourse import figures
+
+    figures.install()  # every figure shown with its text alternative
     seed_everything(seed)
     dev = get_device(device)
     projector = _presentation.from_environment()

@@ -1,8 +1,12 @@
 """The course's own pages against WCAG 2.1 AA, checked by axe-core (pinned; ``make setup`` fetches it with the
 offline scripts, ``autograder/offline.py``) in the system's Chromium.
 
-So far: the instructor's pages this course writes — the similarity report and the class analytics. A serious or
-critical violation fails; every violation found is printed with its rule, so the lesser ones are seen too.
+Checked: every chapter's page as ``make html`` writes it (FAST mode; the students' and the instructor's copy, with
+the widgets drawn from their saved state and the maths typeset), and the instructor's pages this course writes —
+the similarity report, the class analytics and the index pages. A serious or critical violation fails; every
+violation found is printed with its rule, so the lesser ones are seen too. On the chapters' pages every image must
+carry a text alternative of its own (not nbconvert's "No description has been provided") and every formula its
+MathML for screen readers.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import analytics  # autograder/ is on sys.path (see conftest)
 import offline
 import pytest
 from browser import chromium, unavailable
+from conftest import CHAPTERS, ROOT
 from test_analytics import _class
 from test_similarity import report  # noqa: F401 — the planted class's similarity report (a fixture)
 
@@ -18,8 +23,19 @@ pytestmark = [pytest.mark.notebook, pytest.mark.xdist_group("accessibility")]
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 
 
-def axe(path) -> list[dict]:
-    """axe-core's violations on the page at ``path`` (rules of WCAG 2.0/2.1 A and AA)."""
+# a chapter's page is ready once every saved widget is drawn and MathJax has typeset the maths
+READY_JS = """() => document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length
+                 <= document.querySelectorAll('.jupyter-widgets').length
+               && (!window.MathJax || (MathJax.startup && MathJax.startup.promise))"""
+# what the page shows to a screen reader besides axe's rules: each image's alt, formulas and their MathML
+SEEN_JS = """() => ({alts: Array.from(document.querySelectorAll('img')).map(i => i.getAttribute('alt')),
+                     formulas: document.querySelectorAll('mjx-container').length,
+                     mathml: document.querySelectorAll('mjx-container mjx-assistive-mml math').length})"""
+
+
+def axe(path, seen: dict | None = None) -> list[dict]:
+    """axe-core's violations on the page at ``path`` (rules of WCAG 2.0/2.1 A and AA), once its widgets are drawn
+    and its maths typeset; ``seen``, when given, receives :data:`SEEN_JS`'s findings."""
     reason = unavailable()
     if reason:
         pytest.skip(reason)
@@ -33,6 +49,11 @@ def axe(path) -> list[dict]:
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(f"file://{path}")
+            page.wait_for_function(READY_JS, timeout=60_000)
+            page.evaluate("window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+            page.wait_for_timeout(300)  # the slider handles are named as they are drawn
+            if seen is not None:
+                seen.update(page.evaluate(SEEN_JS))
             page.add_script_tag(path=str(script))
             found = page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})"
                                   ".then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, "
@@ -61,26 +82,47 @@ def test_the_class_analytics_page_has_no_serious_violation(tmp_path):
 
 
 def test_the_engine_finds_what_it_should(tmp_path):
-    """A page with an image without a text alternative, a button without a name and grey-on-white text: axe-core
-    must report each (so a clean report above means something)."""
+    """A page with an image without a text alternative, a button without a name, grey-on-white text and an
+    unnamed slider: axe-core must report each (so a clean report above means something), and the page check
+    reads the images' alternatives."""
     page = tmp_path / "bad.html"
     page.write_text("<!doctype html><html lang='en'><head><title>t</title></head><body><main>"
                     "<img src='data:image/png;base64,iVBORw0KGgo='><button></button>"
+                    f"<img src='data:image/png;base64,iVBORw0KGgo=' alt='{PLACEHOLDER}'>"
+                    "<div role='slider' tabindex='0' aria-valuenow='1' aria-valuemin='0' aria-valuemax='2'></div>"
                     "<p style='color:#bbb;background:#fff'>faint text</p></main></body></html>")
-    found = {v["id"]: v["impact"] for v in axe(page)}
-    assert {"image-alt", "button-name", "color-contrast"} <= set(found), found
+    seen: dict = {}
+    found = {v["id"]: v["impact"] for v in axe(page, seen)}
+    assert {"image-alt", "button-name", "color-contrast", "aria-input-field-name"} <= set(found), found
     assert found["image-alt"] == "critical" and found["color-contrast"] == "serious"
+    assert seen["alts"] == [None, PLACEHOLDER] and seen["formulas"] == 0
 
 
-def test_the_rendered_chapters_index_has_no_violation(tmp_path):
-    """``make html``'s index page (the chapters' own pages are not yet checked: see the README)."""
+PLACEHOLDER = "No description has been provided for this image"  # nbconvert's alt for an image without one
+
+
+@pytest.mark.parametrize("chapter", [pytest.param(c, marks=pytest.mark.xdist_group(f"accessibility-{c}"))
+                                     for c in CHAPTERS])
+def test_every_chapters_page_has_no_serious_violation_and_every_figure_a_text_alternative(tmp_path, chapter):
+    """The chapter executed in FAST mode and written by ``make html``'s renderer, both copies; and the index."""
     import subprocess
     import sys
 
-    from conftest import ROOT
-
-    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "render.py"), "--chapter", "00_welcome",
-                           "--fast", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "render.py"), "--chapter", chapter,
+                           "--fast", "--out", str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
+    problems = []
     for who in ("students", "instructor"):
-        assert axe(tmp_path / who / "index.html") == []
+        seen: dict = {}
+        page = tmp_path / who / f"{chapter}.html"
+        problems += [f"{who}: {v}" for v in _serious(axe(page, seen))]
+        without = [a for a in seen["alts"] if not (a or "").strip() or a == PLACEHOLDER]
+        if without:
+            problems.append(f"{who}: {len(without)} of {len(seen['alts'])} images without a text alternative")
+        if seen["mathml"] != seen["formulas"]:
+            problems.append(f"{who}: {seen['formulas'] - seen['mathml']} of {seen['formulas']} formulas without "
+                            "MathML for screen readers")
+        assert seen["alts"], f"{who}: no figure on the page: the check above checked nothing"
+        if chapter == CHAPTERS[0]:
+            assert axe(tmp_path / who / "index.html") == []
+    assert not problems, f"{chapter}:\n" + "\n".join(problems)

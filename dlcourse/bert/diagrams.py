@@ -64,7 +64,8 @@ def bert_input_embeddings(tokens: Sequence[str] = BERT_EXAMPLE) -> Figure:
     _text(ax, 0.1, 0.8, "= $e_t$", size=9.5, ha="left", color="0.3")
     _text(ax, left + n * col / 2, 0.25, "segment A: [CLS], sentence A and its [SEP]; segment B: sentence B and "
           "the last [SEP]; positions are learned vectors $E_0 \\ldots E_{511}$", size=8.5, color="0.35")
-    return _finish(fig)
+    return _finish(fig, f"BERT's input embeddings: one column per token ({' '.join(tokens)}); in each column the "
+                        "token, segment (A or B) and position embeddings are added and the sum is layer-normalised.")
 
 
 def bert_pretraining_heads(tokens: Sequence[str] = BERT_EXAMPLE, masked: Sequence[int] = (3,),
@@ -117,4 +118,6 @@ def bert_pretraining_heads(tokens: Sequence[str] = BERT_EXAMPLE, masked: Sequenc
     _text(ax, width / 2, height - 0.75, "the MLM head runs at the chosen positions $M$ only (red); the other "
           "positions give no loss; $\\mathcal{L} = \\mathcal{L}_{\\mathrm{MLM}} + \\mathcal{L}_{\\mathrm{NSP}}$",
           size=9, color="0.35")
-    return _finish(fig)
+    return _finish(fig, "BERT pre-training: the corrupted sentence pair goes through the bidirectional encoder; the "
+                        "masked-language-model head predicts the original token at the masked position only, and "
+                        "the next-sentence head reads the [CLS] state and picks one of two classes.")

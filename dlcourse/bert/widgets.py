@@ -17,7 +17,11 @@ import torch
 
 from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
 
-KIND_COLOURS = {"mask": "#d62728", "random": "#ff7f0e", "kept": "#2ca02c", "special": "#7f7f7f", "plain": "#000000"}
+# Text colours at least 4.5:1 on white; the three chosen kinds stay apart under colour-vision deficiencies
+# (tests/test_figures.py), differ by their border too (solid, dashed, dotted) and are named in the legend; the
+# special tokens are grey and in italics.
+KIND_COLOURS = {"mask": "#B34700", "random": "#0072B2", "kept": "#9A3D73", "special": "#595959", "plain": "#000000"}
+KIND_BORDERS = {"mask": "solid", "random": "dashed", "kept": "dotted"}
 
 # ----------------------------------------------------------------------------------------------------
 # Masking viewer
@@ -64,14 +68,15 @@ def masking_html(state: MaskingState) -> str:
     for orig, shown, kind in zip(state.original, state.shown, state.kinds, strict=True):
         colour = KIND_COLOURS[kind]
         below = html.escape(orig) if kind in ("mask", "random", "kept") else "&nbsp;"
-        border = f"2px solid {colour}" if kind in ("mask", "random", "kept") else "1px solid #ddd"
+        border = f"2px {KIND_BORDERS[kind]} {colour}" if kind in KIND_BORDERS else "1px solid #ddd"
+        italic = ";font-style:italic" if kind == "special" else ""
         chips.append(f'<span style="display:inline-block;margin:2px;padding:1px 4px;border:{border};'
-                     f'text-align:center;font-family:monospace"><span style="color:{colour}">{html.escape(shown)}'
-                     f'</span><br><small style="color:#555">{below}</small></span>')
+                     f'text-align:center;font-family:monospace"><span style="color:{colour}{italic}">'
+                     f'{html.escape(shown)}</span><br><small style="color:#555">{below}</small></span>')
     c = state.counts()
-    legend = (f'<div><b style="color:{KIND_COLOURS["mask"]}">[MASK] {c["mask"]}</b> · '
-              f'<b style="color:{KIND_COLOURS["random"]}">random {c["random"]}</b> · '
-              f'<b style="color:{KIND_COLOURS["kept"]}">kept {c["kept"]}</b> — the loss is taken at these '
+    legend = (f'<div><b style="color:{KIND_COLOURS["mask"]}">[MASK] {c["mask"]} (solid)</b> · '
+              f'<b style="color:{KIND_COLOURS["random"]}">random {c["random"]} (dashed)</b> · '
+              f'<b style="color:{KIND_COLOURS["kept"]}">kept {c["kept"]} (dotted)</b> — the loss is taken at these '
               f'{len(state.loss_positions)} of {len(state.kinds)} positions (label shown under each)</div>')
     return legend + "<div>" + "".join(chips) + "</div>"
 

@@ -58,4 +58,7 @@ def gan_step_gradients() -> Figure:
                      "opt_G.step(): only G moves"]
         for i, note in enumerate(notes):
             _text(ax, width / 2, 0.6 - 0.22 * i, note, size=8.5, color="0.25")
-    return _finish(fig)
+    return _finish(fig, "One GAN training step in two panels. Left, the discriminator step: the generated batch is "
+                        "detached, so gradients reach the discriminator only. Right, the generator step: gradients "
+                        "flow back through the discriminator into the generator, and only the generator's optimizer "
+                        "steps.")

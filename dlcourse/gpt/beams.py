@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from dlcourse import figures
+
 
 class RecordingModel(nn.Module):
     """Wraps a model and keeps a copy of every ``input_ids`` it is called with (in ``calls``)."""
@@ -83,7 +85,9 @@ def draw_beam_tree(tree: BeamTree, token_label: Callable[[int], str], title: str
     place((), leaves)
     on_path = {r[:n]: rank for r, rank in sorted(tree.returned.items(), key=lambda kv: -kv[1])
                for n in range(len(r) + 1)}
-    colours = plt.get_cmap("tab10")
+    def colours(rank: int) -> str:  # the course's colour-blind-safe categories; each beam is also labelled #rank
+        return figures.CATEGORICAL[rank % len(figures.CATEGORICAL)]
+
     depth = max(len(n) for n in tree.nodes)
     width, height = min(max(6.0, 2 + 0.9 * depth), 16), max(2.5, 0.32 * leaves[0] + 1.2)
     fig, ax = plt.subplots(figsize=(width, height))

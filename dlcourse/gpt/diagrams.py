@@ -58,4 +58,7 @@ def gpt_block() -> Figure:
     _text(ax, tie - 0.12, (0.91 + head[1]) / 2, "tied weights: the same matrix $W_E$", size=9, rotation=90,
           ha="right", color=ACCENT)
     _text(ax, x, height - 0.3, "GPT: a decoder-only, pre-norm Transformer", size=13, weight="bold")
-    return _finish(fig)
+    return _finish(fig, "A pre-norm GPT: token and position embeddings, then N blocks of layer norm, causal "
+                        "self-attention and add, layer norm, MLP and add, then a final layer norm and the "
+                        "language-model head, whose weight is the tied token-embedding matrix, and a softmax over "
+                        "the vocabulary.")

@@ -42,4 +42,6 @@ def simclr_pipeline() -> Figure:
     _text(ax, width / 2, 0.45, "after pre-training: keep $f$, drop $g$ — a downstream task (a linear probe, $k$-NN, "
           "fine-tuning) reads $h = f(x)$", size=9.5, color=ACCENT)
     _text(ax, width / 2, height - 0.3, "SimCLR: two views of every image, one encoder", size=13, weight="bold")
-    return _finish(fig)
+    return _finish(fig, "SimCLR: one image, two random augmentations, the same encoder f for both, a projection "
+                        "head g, and the NT-Xent loss on the two projections; after pre-training the head is "
+                        "dropped and the encoder's features are used downstream.")

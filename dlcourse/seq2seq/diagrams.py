@@ -141,4 +141,6 @@ def seq2seq_attention(source: str = "3 mai 2021", target: str = "2021-05-03", st
     _text(ax, left + dx * columns / 2, height - 0.3,
           f"Encoder–decoder with attention, decoder step t = {step}: producing "
           f"\u201c{_show_char(target[t])}\u201d", size=12, weight="bold")
-    return _finish(fig)
+    return _finish(fig, f"The attention model at decoder step {step}: the source characters '{source}' are read by a "
+                        "bidirectional GRU encoder; the decoder state scores every encoder state, and the weights "
+                        f"(drawn as line widths) form the context that helps produce character {step} of '{target}'.")

@@ -93,4 +93,7 @@ def bigbird_blocks(n_blocks: int = 8, r: int = 2, query: int = 3, seed: int = 0)
         _text(ax, lx + 0.3, 0.46, kind, size=8.5, ha="left")
     _text(ax, width / 2, height - 0.25, "BigBird: gather whole key blocks, multiply dense blocks", size=12,
           weight="bold")
-    return _finish(fig)
+    return _finish(fig, f"BigBird's block-sparse attention with {n_blocks} blocks: for query block {query}, its 3 "
+                        f"window blocks, 2 global blocks and {r} random blocks are gathered into one key tensor; "
+                        "right, the grid of query blocks by key blocks coloured by kind, with the row of block "
+                        f"{query} outlined.")

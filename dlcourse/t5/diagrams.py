@@ -64,4 +64,7 @@ def t5_encoder_decoder() -> Figure:
           size=7.5, color="0.25")
     _text(ax, width / 2, height - 0.25, "T5: a pre-norm encoder–decoder with relative position bias", size=12,
           weight="bold")
-    return _finish(fig)
+    return _finish(fig, "T5 as an encoder-decoder: the corrupted input with sentinel tokens goes through a shared "
+                        "embedding and N pre-norm encoder blocks with RMSNorm and relative position bias; every "
+                        "decoder block cross-attends to the encoder output; the decoder reads the target shifted "
+                        "right and predicts the spans behind the sentinels.")

@@ -63,7 +63,9 @@ def residual_layers() -> Figure:
         _arrow(ax, (x, top), (x, top + 0.4))
         _text(ax, x, top + 0.56, "$y$", size=12)
         _text(ax, x, 0.35, note, size=9, color="0.35")
-    return _finish(fig)
+    return _finish(fig, "One sub-layer with its residual connection in two orders. Left, post-norm: the sub-layer "
+                        "output is added to its input and then layer-normalised. Right, pre-norm: the input is "
+                        "normalised before the sub-layer and the residual path stays a clean sum.")
 
 
 def _embed(ax: Axes, x: float, y: float, tokens: str, embedding: str, w: float, side: float) -> float:
@@ -134,7 +136,10 @@ def encoder_decoder_transformer() -> Figure:
     _arrow(ax, (xd, head[-1] + h / 2), (xd, head[-1] + h / 2 + 0.3))
     _text(ax, xd, head[-1] + h / 2 + 0.45, "next-token probabilities", size=9.5)
     _text(ax, xe, height - 0.45, "Transformer (encoder–decoder, 2017)", size=13, weight="bold")
-    return _finish(fig)
+    return _finish(fig, "The encoder-decoder Transformer of 2017: left, the encoder stack of self-attention and "
+                        "feed-forward layers, each followed by add and layer norm; right, the decoder stack of "
+                        "masked self-attention, cross-attention to the encoder output and feed-forward layers, then "
+                        "a linear layer and a softmax.")
 
 
 def mask_grids(n: int, padded: int | None = None) -> dict[str, list[list[bool]]]:
@@ -190,4 +195,7 @@ def attention_masks(n: int = 6) -> Figure:
     fig.legend(handles=[Patch(facecolor=COLOURS["allowed"], label="allowed: score kept"),
                         Patch(facecolor=COLOURS["blocked"], edgecolor="0.7", label="blocked: score → −∞")],
                loc="lower center", ncol=2, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 0.0))
-    return _finish(fig)
+    return _finish(fig, f"Three {n} by {n} attention masks, query on the rows and key on the columns: the padding "
+                        f"mask (the last {n // 3} keys are padding), the causal mask (each query sees itself and "
+                        "earlier keys) and both combined; filled cells are kept, grey cells are set to minus "
+                        "infinity.")

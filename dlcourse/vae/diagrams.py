@@ -66,4 +66,7 @@ def vae_reparameterization() -> Figure:
           color="0.25")
     _text(ax, width / 2, height - 0.25, "The reparameterization trick: the noise is an input, $z$ a function of "
           "$\\mu$ and $\\sigma$", size=12, weight="bold")
-    return _finish(fig)
+    return _finish(fig, "The VAE loss as a computation graph: the encoder gives mu and log sigma squared; noise "
+                        "epsilon is drawn outside the graph; z equals mu plus sigma times epsilon goes through the "
+                        "decoder to the reconstruction term, and mu and sigma give the closed-form KL term. Dashed "
+                        "red arrows show the gradient reaching mu and sigma through z, and none into epsilon.")

@@ -85,7 +85,13 @@ def draw_latent_explorer(state: ExplorerState, class_names: Sequence[str]):
     for c, name in enumerate(class_names):  # one line of markers per class: far cheaper to draw than a scatter
         points = latent.codes[latent.labels == c]
         ax_map.plot(points[:, 0], points[:, 1], ".", ms=2, alpha=0.5, color=plt.get_cmap("tab10")(c % 10), label=name)
-    ax_map.legend(fontsize=6, loc="upper right", ncol=2, markerscale=4, framealpha=0.7)
+    # ten classes are more than colours can keep apart for every reader: each class's name sits at its centre
+    for c, name in enumerate(class_names):
+        points = latent.codes[latent.labels == c]
+        if len(points):
+            x, y = np.median(points, axis=0)
+            ax_map.text(float(x), float(y), name, fontsize=7, ha="center", va="center", gid="class-name",
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
     ax_map.plot([state.z[0]], [state.z[1]], "kx", ms=14, mew=3)
     lo, hi = latent.box()
     ax_map.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), xlabel="z₁", ylabel="z₂")

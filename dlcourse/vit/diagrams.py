@@ -62,4 +62,7 @@ def vit_input_pipeline(grid: int = 4) -> Figure:
     _text(ax, xh, y - h / 2 - 0.25, "(classes,)", size=8.5, color="0.3")
     _text(ax, width / 2, height - 0.25, "ViT input: an image becomes a sequence of N + 1 tokens", size=12,
           weight="bold")
-    return _finish(fig)
+    return _finish(fig, f"How an image becomes the Vision Transformer's input: the image cut into {grid} by {grid} "
+                        "patches, each flattened and projected by one shared linear layer, a [CLS] vector put in "
+                        "front, position embeddings added, then the Transformer encoder and a classification head "
+                        "on the [CLS] state; each stage is labelled with its tensor shape.")

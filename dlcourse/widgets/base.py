@@ -145,28 +145,11 @@ def fixed_layout(fig: Any) -> Any:
 
 
 def as_png(fig: Any) -> Any:
-    """``fig`` as an IPython PNG image, drawn once at its own size.
+    """``fig`` ready to display: the PNG drawn once at its own size, shown as an image with its text alternative
+    (see :mod:`dlcourse.figures`; ``.data`` holds the PNG). This is how a view shows every figure."""
+    from dlcourse import figures
 
-    This is how a view shows every figure: one draw of the canvas, encoded as it is. Jupyter's inline display
-    draws twice (once more to find the tight bounding box), and matplotlib's ``savefig`` lays the figure out
-    again before drawing when it has a colour bar; both cost a redraw, most of a widget's latency. Figures
-    drawn by the course lay themselves out (``tight_layout`` or fixed margins), so nothing is lost."""
-    import io
-
-    from IPython.display import Image
-
-    buffer = io.BytesIO()
-    canvas = fig.canvas
-    if hasattr(canvas, "buffer_rgba"):  # Agg (the inline backend's canvas): draw once, encode the pixels
-        from PIL import Image as PILImage
-
-        canvas.draw()
-        width, height = canvas.get_width_height(physical=True)
-        PILImage.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-            buffer, format="png", compress_level=1)
-    else:
-        fig.savefig(buffer, format="png")
-    return Image(data=buffer.getvalue(), format="png")
+    return figures.shown(fig)
 
 
 class KeptFigure:
