@@ -452,7 +452,7 @@ class NotebookPage:
                 remember(current)
             arm()
             el.select_option(target)
-        elif "widget-toggle-button" in cls:
+        elif "widget-toggle-button" in cls:  # Space: JupyterLab takes Enter to edit the cell
             buttons = el.evaluate_handle("e => Array.from(e.parentElement.querySelectorAll('.widget-toggle-button'))")
             active = el.evaluate("e => Array.from(e.parentElement.querySelectorAll('.widget-toggle-button'))"
                                  ".findIndex(b => b.classList.contains('mod-active'))")
@@ -485,6 +485,103 @@ class NotebookPage:
                 arm()  # the text goes to the kernel when the box is left: time it from there
             el.press("Tab")
         return True
+
+    # whether focus shows: the focused element's outline, shadow, border or background differ from its look
+    # when the focus is elsewhere (a focus a sighted keyboard user can see)
+    FOCUS_SHOWN_JS = """el => {
+        const look = () => { const s = getComputedStyle(el);
+          return [s.outlineStyle, s.outlineWidth, s.outlineColor, s.boxShadow, s.borderColor, s.backgroundColor]
+            .join('|'); };
+        const focused = look(), view = el.closest('.jp-OutputArea-output') || document.body;
+        const keep = view.tabIndex; view.tabIndex = -1; view.focus();
+        const unfocused = look();
+        view.tabIndex = keep; el.focus({focusVisible: true});
+        return focused !== unfocused; }"""
+
+    def by_keyboard(self, view: int, timeout_s: float = 60, presses: int = 40) -> Change:
+        """Reach a control of ``view`` with Tab alone (from just before the view), change it with the keyboard —
+        an arrow for a slider or a number, Space, an arrow and Enter for a list, Space for a check box or a
+        toggle button, typing (and Tab to leave) for a text box — and time the new picture; a control that waits
+        for its run button is followed by Tab to the button and Space. (In JupyterLab's command mode the arrows
+        of a closed list and Enter on a button belong to the notebook.) ``output_text`` starts with ``focus
+        shown`` or ``focus NOT shown`` (whether the focused control looks different from when it is not); a
+        control that cannot be reached gives ``latency_ms`` None."""
+        self.settle()
+        info = self.page.evaluate(f"window.__dlcourse.describe(window.__dlcourse.views()[{view}])")
+        self.page.evaluate(f"() => {{ const v = window.__dlcourse.views()[{view}]; v.tabIndex = -1; v.focus(); }}")
+        el = None
+        for _ in range(presses):
+            self.page.keyboard.press("Tab")
+            el = self.page.evaluate_handle(
+                f"() => {{ const D = window.__dlcourse, a = document.activeElement;"
+                f"  return D.controls(D.views()[{view}]).includes(a) ? a : null; }}").as_element()
+            if el is not None:
+                break
+        if el is None:
+            return Change(view, info["title"], "no control reached by Tab", None, "")
+        name = el.evaluate("window.__dlcourse.label")
+        shown = "focus shown" if el.evaluate(self.FOCUS_SHOWN_JS) else "focus NOT shown"
+        kind, typ, cls = el.evaluate(
+            "e => e.tagName.toLowerCase() + ':' + (e.type || '') + ':' + e.className").split(":", 2)
+        on_demand = el.evaluate("window.__dlcourse.onDemand")
+        arm = (lambda: None) if on_demand else (lambda: self._arm(view))
+        if "noUi-handle" in cls:
+            at_max = el.evaluate("e => Number(e.getAttribute('aria-valuenow')) >= "
+                                 "Number(e.getAttribute('aria-valuemax'))")
+            arm()
+            self.page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
+        elif kind == "select":  # Space opens the list (JupyterLab takes the arrows of a closed one), Enter picks
+            last = el.evaluate("e => e.selectedIndex === e.options.length - 1")
+            self.page.keyboard.press("Space")
+            self.page.keyboard.press("ArrowUp" if last else "ArrowDown")
+            arm()
+            self.page.keyboard.press("Enter")
+        elif "widget-toggle-button" in cls:  # Space: JupyterLab takes Enter to edit the cell
+            if "mod-active" in cls:  # the chosen one: on to the next button of the group (the one before, at its end)
+                last = el.evaluate("e => !e.nextElementSibling")
+                self.page.keyboard.press("Shift+Tab" if last else "Tab")
+                name = self.page.evaluate("window.__dlcourse.label(document.activeElement)")
+            arm()
+            self.page.keyboard.press("Space")
+        elif kind == "input" and typ == "checkbox":
+            arm()
+            self.page.keyboard.press("Space")
+        elif kind == "input" and typ == "number":
+            arm()
+            self.page.keyboard.press("ArrowUp")
+            self.page.keyboard.press("Tab")
+        else:  # a text box: one more character, sent (where it waits to be left) by leaving it
+            arm()
+            self.page.keyboard.press("End")
+            self.page.keyboard.type("s")
+            self.page.keyboard.press("Tab")
+        if on_demand:
+            for _ in range(presses):
+                self.page.keyboard.press("Tab")
+                if self.page.evaluate("() => !!document.activeElement.closest('.dlcourse-run')"):
+                    break
+            else:
+                return Change(view, info["title"], name, None, f"{shown}; the run button was not reached by Tab")
+            self._arm(view)
+            self.page.keyboard.press("Space")
+        try:
+            self.page.wait_for_function("window.__dlcourse.state.t1 !== null", timeout=timeout_s * 1000,
+                                        polling="raf")
+        except Exception:  # no new picture
+            return Change(view, info["title"], name, None, shown)
+        state = self.page.evaluate("window.__dlcourse.state")
+        return Change(view, info["title"], name, state["t1"] - state["armed"], f"{shown}; {state['text']}")
+
+    AXE_RUN_JS = """tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, elementRef: true})
+      .then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+        nodes: v.nodes.map(n => ({html: n.html.slice(0, 200), target: n.target.join(' '),
+          course: !!(n.element && n.element.closest('.jp-OutputArea-output, .jp-MarkdownOutput'))}))})))"""
+
+    def accessibility(self, axe_js: Path, tags: list[str]) -> list[dict]:
+        """axe-core's violations on the page (rules with ``tags``): each node marked ``course`` when it lies in a
+        cell's output or a rendered Markdown cell — the course's content — and not in JupyterLab's interface."""
+        self.page.add_script_tag(path=str(axe_js))
+        return self.page.evaluate(self.AXE_RUN_JS, tags)
 
     def _arm(self, view: int) -> None:
         self.page.evaluate(f"window.__dlcourse.arm({view})")

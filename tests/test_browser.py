@@ -10,6 +10,13 @@ two in 04 and 10, three elsewhere, in both; counted in FAST mode's last browser 
 the switched-off demos' FAST-mode training runs are ``test_notebooks``' to check, through the kernel, and
 chapter 00's short training still draws its live loss plot here.
 
+Then, from the keyboard alone, each view's first control reachable with Tab is moved (arrows, Space, Enter as
+:meth:`browser.NotebookPage.by_keyboard` says) and the picture must change, with the focus visible; and axe-core
+(pinned, ``autograder/offline.py``) checks the page against WCAG 2.1 A/AA with every widget drawn. The course's
+content — cell outputs and Markdown — may have no serious or critical violation but those in
+:data:`COURSE_KNOWN`; JupyterLab's own interface only those in :data:`JUPYTERLAB_KNOWN`; each entry says why, and
+anything else fails, so a new violation is seen.
+
 Screenshots of every widget and the measured input → new-picture latencies go to ``build/browser/`` for
 people to look at (the latency budget itself is a benchmark: ``bench/browser.py``). The last test proves the
 checks can fail: a notebook with a failing cell, a widget that cannot render, a widget that redraws the same
@@ -23,6 +30,7 @@ import shutil
 from pathlib import Path
 
 import nbformat
+import offline  # autograder/ is on sys.path (see conftest)
 import pytest
 from browser import NotebookPage, in_a_page, lab_in_browser, unavailable
 from conftest import CHAPTERS, ROOT
@@ -35,6 +43,37 @@ SHOTS = ROOT / "build" / "browser"
 VIEWS = {"00_welcome": 1, "01_seq2seq_attention": 1, "02_transformer_blocks": 1, "03_bert_mlm": 3,
          "04_gpt_decoding": 2, "05_t5": 3, "06_vit": 3, "07_gan": 3, "08_vae": 3, "09_sparse_attention": 1,
          "10_optimizers_schedulers": 2, "11_self_supervised": 1}
+
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+# Serious or critical violations that are not the course's to fix, by rule, with the reason (reviewed).
+JUPYTERLAB_KNOWN = {
+    "aria-allowed-attr": "JupyterLab 4.6's toolbar buttons (jp-button) carry aria-pressed, which their role does "
+                         "not allow",
+    "aria-required-children": "the notebook's windowed list of cells has the role feed, its cells not article",
+    "button-name": "the collapse button beside a Markdown heading has no text",
+    "aria-input-field-name": "the cells' code editors (CodeMirror's contenteditable) have no name",
+}
+# (rule, a class of the element) inside the course's content, with the reason
+COURSE_KNOWN = {
+    ("aria-input-field-name", "noUi-handle"): "ipywidgets 8.1.9 draws a slider's handle with its value but no name "
+    "(the description is the label beside it) and gives Python no way to add one; make html's pages name it "
+    "(autograder/templates/html/offline)",
+}
+
+
+def accessibility_problems(found: list[dict]) -> list[str]:
+    """The serious or critical violations axe-core found that neither list allows, one line each."""
+    problems = []
+    for v in found:
+        if v["impact"] not in ("serious", "critical"):
+            continue
+        for node in v["nodes"]:
+            if node["course"]:
+                if not any(rule == v["id"] and cls in node["html"].split(">")[0] for rule, cls in COURSE_KNOWN):
+                    problems.append(f"course content: {v['impact']} {v['id']} ({v['help']}): {node['html'][:160]}")
+            elif v["id"] not in JUPYTERLAB_KNOWN:
+                problems.append(f"JupyterLab: {v['impact']} {v['id']} ({v['help']}): {node['html'][:160]}")
+    return problems
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +119,20 @@ def test_chapter_runs_in_the_browser_and_every_widget_responds(lab_browser, chap
             elif "Traceback" in c.output_text:
                 problems.append(f"{where}: the widget showed an error: {c.output_text[-400:]}")
         assert not problems, f"{chapter}:\n" + "\n".join(problems)
+        keyboard = [page.by_keyboard(i) for i in range(len(views))]
+        found = page.accessibility(offline.STORE / offline.AXE_JS, AXE_TAGS)
+        (folder / "accessibility.json").write_text(json.dumps(
+            {"keyboard": [c.__dict__ for c in keyboard], "axe": found}, indent=1))
+        for c in keyboard:
+            where = f"{c.title or 'widget'} (view {c.view}), control {c.control!r}"
+            if not c.responded:
+                problems.append(f"{where}: from the keyboard alone the picture did not change ({c.output_text})")
+            elif not c.output_text.startswith("focus shown"):
+                problems.append(f"{where}: the focused control does not show its focus")
+        problems += accessibility_problems(found)
+        assert not problems, f"{chapter}:\n" + "\n".join(problems)
 
+    assert (offline.STORE / offline.AXE_JS).is_file(), "axe-core is missing: make setup fetches it"
     in_a_page(browser, lab, f"{chapter}/{chapter}.ipynb", check, record=crash)
 
 
@@ -107,6 +159,10 @@ def _selftest_notebook(path: Path) -> None:
         "broken = InteractiveView({'x': W.IntSlider(value=1, min=0, max=5, description='x')},\n"
         "                         lambda x: f'x is {1 / (x - 2)}')\n"
         "broken",
+        # a button and a list without names, in the course's content (an image without alt would not do:
+        # JupyterLab gives it the alt "Image")
+        "from IPython.display import HTML\n"
+        "HTML('<button></button><select><option>a</option></select>')",
         "raise ValueError('planted')",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
@@ -115,6 +171,7 @@ def _selftest_notebook(path: Path) -> None:
 
 
 def test_the_browser_checks_catch_a_failing_cell_a_broken_widget_a_frozen_one_and_a_failing_redraw(lab_browser):
+    """... and, from the keyboard, the frozen view; and axe-core a nameless button and list."""
     lab, browser = lab_browser
     in_a_page(browser, lab, "selftest/selftest.ipynb", _selftest_checks, record=SHOTS / "selftest-renderer-crash.txt")
 
@@ -130,6 +187,12 @@ def _selftest_checks(page: NotebookPage) -> None:
     assert live.responded and "x is 2" in live.output_text, live
     assert broken.responded and "Traceback" in broken.output_text and "ZeroDivisionError" in broken.output_text
     assert page.change(2, 0).responded  # moved back: the picture again
+    frozen, live = page.by_keyboard(0, timeout_s=5), page.by_keyboard(1)
+    assert not frozen.responded and live.responded and live.output_text.startswith("focus shown"), (frozen, live)
+    problems = accessibility_problems(page.accessibility(offline.STORE / offline.AXE_JS, AXE_TAGS))
+    assert any("course content: critical button-name" in p for p in problems), problems
+    assert any("course content: critical select-name" in p for p in problems), problems
+    assert not [p for p in problems if p.startswith("JupyterLab")], problems
 
 
 def _crash(page: NotebookPage) -> None:
