@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections.abc import Sequence
 from typing import Any
 
 # Colours for categories (lines, beams, kinds of token): five of the Okabe–Ito palette's colours — its orange, sky
@@ -31,6 +32,21 @@ ALT = "_dlcourse_alt"
 CAPTION = "_dlcourse_caption"
 MAX_ITEMS = 12  # bars, lines or ticks listed by name before "and N more"
 MAX_CHARS = 1200
+
+
+def name_in_place(ax: Any, points: Any, labels: Any, names: Sequence[str], fontsize: float = 7) -> None:
+    """Write each category's name at the median of its points (``points`` (N, 2), ``labels`` (N,) integers
+    indexing ``names``): a map of more categories than :data:`CATEGORICAL` holds is read by its labels, not by
+    colour alone. A category without points gets no label."""
+    import numpy as np
+
+    points, labels = np.asarray(points, dtype=float), np.asarray(labels)
+    for k, name in enumerate(names):
+        mine = points[labels == k]
+        if len(mine):
+            x, y = np.median(mine, axis=0)
+            ax.text(float(x), float(y), name, fontsize=fontsize, ha="center", va="center", gid="category-name",
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
 
 
 def describe(fig: Any, text: str, caption: bool = False) -> Any:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
-from dlcourse import runtime
+from dlcourse import figures, runtime
 
 
 @dataclass
@@ -68,7 +68,7 @@ class LiveLossPlot:
         if history.evals:
             ax2 = ax.twinx()
             steps, values = zip(*history.evals, strict=True)
-            ax2.plot(steps, values, "o-", color="tab:orange", label=self.metric_name)
+            ax2.plot(steps, values, "o-", color=figures.CATEGORICAL[1], label=self.metric_name)
             ax2.set_ylabel(self.metric_name)
         fig.tight_layout()
         plt.close(fig)

@@ -141,10 +141,12 @@ def _palettes() -> dict[str, list[str]]:
     from dlcourse import diagrams
     from dlcourse.bert.widgets import KIND_COLOURS
     from dlcourse.sparse.diagrams import BLOCK_KINDS
+    from dlcourse.t5.widgets import T5_KINDS
 
     return {"lines and beams (figures.CATEGORICAL)": list(figures.CATEGORICAL),
             "BERT's masking kinds": [KIND_COLOURS[k] for k in ("mask", "random", "kept")],
             "BigBird's block kinds": list(BLOCK_KINDS.values()),
+            "T5's attention kinds (blocked, self, cross)": list(T5_KINDS),
             "masks: kept and blocked cells": [diagrams.COLOURS["allowed"], diagrams.COLOURS["blocked"]],
             "the highlighted path and the rest": [diagrams.ACCENT, diagrams.INK]}
 
@@ -224,5 +226,38 @@ def test_lines_change_dash_as_well_as_colour_and_ten_classes_are_named_in_place(
                                lambda z: torch.zeros(len(z), 784))
     state = widgets.explorer_state(latent, 0.0, 0.0)
     fig = widgets.draw_latent_explorer(state, names)
-    placed = [t.get_text() for t in fig.axes[0].texts if t.get_gid() == "class-name"]
+    placed = [t.get_text() for t in fig.axes[0].texts if t.get_gid() == "category-name"]
     assert placed == names
+
+
+# matplotlib's categorical palettes and named tableau colours: fine for normal vision, not checked for the rest
+UNCHECKED = re.compile(r"""["']tab:[a-z]+["']|get_cmap\(\s*["'](tab10|tab20[bc]?|Set[123]|Paired|Dark2|Accent|"""
+                       r"""Pastel[12])["']""")
+
+
+def _scopes():
+    """(where, source) for every function of the package and every code cell of the solution notebooks."""
+    import ast
+    from pathlib import Path
+
+    import nbformat
+
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted((root / "dlcourse").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield f"{path.relative_to(root)}:{node.name}", ast.get_source_segment(text, node) or ""
+    for path in sorted((root / "solutions").glob("*/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                yield f"{path.name}, cell {cell.get('id')}", cell.source
+
+
+def test_categories_are_coloured_from_the_checked_palette_or_named_in_place():
+    """Any colour for categories outside figures.CATEGORICAL (a tableau name, a qualitative colour map) must come
+    with the categories' names written in place (figures.name_in_place) in the same function or cell."""
+    found = [where for where, source in _scopes() if UNCHECKED.search(source) and "name_in_place" not in source]
+    assert not found, f"categorical colours not checked for colour-vision deficiencies, no names in place: {found}"
+    assert UNCHECKED.search('color="tab:red"') and UNCHECKED.search("plt.get_cmap('tab10')(k)")
+    assert not UNCHECKED.search('cmap="viridis"') and not UNCHECKED.search('color="C1"')

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dlcourse import figures
 from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
 
 KINDS = ("minimax", "non_saturating")
@@ -201,7 +202,7 @@ def _draw_walk(state: tuple[np.ndarray, np.ndarray, float]):
     fig._big = big.imshow(image, cmap="gray", interpolation="nearest", vmin=-1, vmax=1)
     fig._row = row.imshow(np.concatenate(list(strip), axis=1), cmap="gray", interpolation="nearest", vmin=-1, vmax=1)
     row.set_title("the path from the first code to the second", fontsize=9)
-    fig._mark = row.axvline(0, color="tab:red", lw=2)
+    fig._mark = row.axvline(0, color=figures.CATEGORICAL[1], lw=2)
     for ax in (big, row):
         ax.axis("off")
     _update_walk(fig, state)

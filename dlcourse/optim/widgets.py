@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dlcourse import figures
 from dlcourse.optim.train import VALLEYS, LrLambda, Update, trajectory
 from dlcourse.widgets.base import InteractiveView, KeptFigure, fixed_layout, grey_out_idle, interactive_view
 
@@ -185,7 +186,7 @@ def draw_schedule(state: ScheduleState, base_lr: float):
         r = state.run
         loss = smooth(r["loss"])
         frac = np.arange(1, len(loss) + 1) / len(loss)
-        ax2.plot(frac, loss, color="tab:orange")
+        ax2.plot(frac, loss, color=figures.CATEGORICAL[1])
         ax2.set_yscale("log")
         ax2.yaxis.set_minor_locator(NullLocator())  # labelled minor ticks of a log axis cost most of a redraw
         ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))  # 0.01, not 10⁻² in mathtext

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from dlcourse import figures
 from dlcourse.widgets.base import InteractiveView, KeptFigure, grey_out_idle, interactive_view
 
 MaskBuilder = Callable[..., torch.Tensor]  # (n, window, dilation, n_global, n_random, block, seed) -> bool (n, n)
@@ -87,7 +88,8 @@ def draw_pattern(state: PatternState):
     ax1.set(xlabel="key j", ylabel="query i")
     ax2.imshow(state.reach.numpy(), cmap="Blues", interpolation="nearest", vmin=0, vmax=1)
     ax2.set(xlabel="key j")
-    ax3.bar(["dense", "pattern"], [state.dense_pairs, max(state.pairs, 1)], color=["tab:red", "tab:blue"])
+    ax3.bar(["dense", "pattern"], [state.dense_pairs, max(state.pairs, 1)],
+            color=[figures.CATEGORICAL[1], figures.CATEGORICAL[0]])
     ax3.set(yscale="log", ylabel="scores stored (log)", ylim=(1, 2 * state.dense_pairs))
     ax3.yaxis.set_minor_locator(NullLocator())
     for ax in (ax1, ax2):

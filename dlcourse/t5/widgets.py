@@ -20,6 +20,10 @@ import torch
 
 from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
 
+# the mask explorer's cells: blocked, self-attention, cross-attention (apart under colour-vision deficiencies:
+# tests/test_figures.py)
+T5_KINDS = ("white", "#2e86ab", "#f18f01")
+
 NoiseMask = Callable[..., torch.Tensor]  # (length, noise_density, mean_noise_span_length, generator) -> bool (L,)
 Corrupt = Callable[..., tuple[torch.Tensor, torch.Tensor]]  # (tokens, noise_mask, sentinel_ids, eos_id) -> (in, out)
 MaskFn = Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor]  # (kind, prefix_lengths, padding) -> (B, L, L)
@@ -200,7 +204,7 @@ def draw_mask_state(state: MaskState):
 
     fig = plt.figure(figsize=(5.2, 5.4))
     ax = fig.add_axes((0.12, 0.08, 0.84, 0.8))
-    ax.imshow(state.codes, cmap=ListedColormap(["white", "#2e86ab", "#f18f01"]), vmin=0, vmax=2,
+    ax.imshow(state.codes, cmap=ListedColormap(list(T5_KINDS)), vmin=0, vmax=2,
               interpolation="nearest")
     size = state.n + state.m
     labels = state.labels()

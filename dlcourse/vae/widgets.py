@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dlcourse import figures
 from dlcourse.widgets.base import InteractiveView, KeptFigure, interactive_view
 
 Decode = Callable[[torch.Tensor], torch.Tensor]  # latents (N, L) -> Bernoulli logits (N, 784)
@@ -85,13 +86,7 @@ def draw_latent_explorer(state: ExplorerState, class_names: Sequence[str]):
     for c, name in enumerate(class_names):  # one line of markers per class: far cheaper to draw than a scatter
         points = latent.codes[latent.labels == c]
         ax_map.plot(points[:, 0], points[:, 1], ".", ms=2, alpha=0.5, color=plt.get_cmap("tab10")(c % 10), label=name)
-    # ten classes are more than colours can keep apart for every reader: each class's name sits at its centre
-    for c, name in enumerate(class_names):
-        points = latent.codes[latent.labels == c]
-        if len(points):
-            x, y = np.median(points, axis=0)
-            ax_map.text(float(x), float(y), name, fontsize=7, ha="center", va="center", gid="class-name",
-                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
+    figures.name_in_place(ax_map, latent.codes, latent.labels, class_names)  # ten classes: named, not only coloured
     ax_map.plot([state.z[0]], [state.z[1]], "kx", ms=14, mew=3)
     lo, hi = latent.box()
     ax_map.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), xlabel="z₁", ylabel="z₂")
@@ -207,7 +202,7 @@ def draw_interpolation(state: InterpolationState):
     for kind, norms in state.norms.items():
         ax_norm.plot(state.ts, norms, "o-", ms=3, label=f"{kind} path")
     ax_norm.axhline(state.radius, color="k", lw=0.8, ls="--", label="√L (typical ‖z‖ under the prior)")
-    ax_norm.axvline(state.t, color="tab:red", lw=1)
+    ax_norm.axvline(state.t, color=figures.CATEGORICAL[1], lw=1)
     top = max(state.radius, *(float(n.max()) for n in state.norms.values()))
     ax_norm.set(xlabel="t", ylabel="‖z(t)‖", ylim=(0, 1.15 * top), xlim=(-0.02, 1.02))
     ax_norm.legend(fontsize=7, loc="lower center")
@@ -300,13 +295,13 @@ def draw_beta(run: BetaRun, kl_top: float):
     fig.subplots_adjust(left=0.02, right=0.98, bottom=0.14, top=0.82, wspace=0.18)
     ax_rec.imshow(np.concatenate([_grid(run.originals, 2), _grid(run.reconstructions, 2)]), cmap="gray",
                   interpolation="nearest", vmin=0, vmax=1)
-    ax_rec.axhline(2 * SIDE - 0.5, color="tab:red", lw=1)
+    ax_rec.axhline(2 * SIDE - 0.5, color=figures.CATEGORICAL[1], lw=1)
     ax_rec.set(xticks=[], yticks=[])
     ax_rec.set_title("test images (top) and reconstructions", fontsize=9)
     ax_smp.imshow(_grid(run.samples, 4), cmap="gray", interpolation="nearest", vmin=0, vmax=1)
     ax_smp.set(xticks=[], yticks=[])
     ax_smp.set_title("decoded from z ~ N(0, I)", fontsize=9)
-    ax_kl.bar(np.arange(len(run.kl_per_dim)), run.kl_per_dim, color="tab:blue")
+    ax_kl.bar(np.arange(len(run.kl_per_dim)), run.kl_per_dim, color=figures.CATEGORICAL[0])
     ax_kl.set(ylim=(0, kl_top), xlabel="latent dimension", ylabel="average KL (nats)")
     ax_kl.set_title("what each latent carries", fontsize=9)
     fig.suptitle(_beta_title(run), fontsize=10)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from dlcourse import figures
 from dlcourse.widgets.base import InteractiveView, interactive_view
 
 SoftmaxFn = Callable[[torch.Tensor], torch.Tensor]
@@ -46,7 +47,7 @@ def draw_temperature(state: TemperatureState, labels: Sequence[str]):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 2.8))
-    colours = ["tab:orange" if i == state.top else "tab:blue" for i in range(len(labels))]
+    colours = [figures.CATEGORICAL[1] if i == state.top else figures.CATEGORICAL[0] for i in range(len(labels))]
     ax.bar(range(len(labels)), state.probs.numpy(), color=colours)
     ax.set_xticks(range(len(labels)), labels)
     ax.set_ylim(0, 1)
