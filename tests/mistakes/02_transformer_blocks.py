@@ -517,6 +517,10 @@ class PositionwiseFeedForward(nn.Module):
         ("reads norm_first backwards", _enc(cond="not self.norm_first")),
     ],
     "dec": [
+        ("a causal mask of its own when none is given", _dec().replace(
+            "memory_key_padding_mask=None):\n",
+            "memory_key_padding_mask=None):\n        if tgt_mask is None:  # a decoder is always causal, surely\n"
+            "            tgt_mask = torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool).triu(1)\n")),
         ("cross-attention with queries from the memory", _dec(cross_args="memory, x, x")),
         ("cross-attention takes its values from the target", _dec(cross_args="x, memory, x")),
         ("self- and cross-attention modules swapped", _dec(self_module="multihead_attn", cross_module="self_attn")),

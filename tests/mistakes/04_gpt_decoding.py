@@ -599,6 +599,13 @@ def sample_next(logits, generator=None):
     u = torch.rand(logits.shape[0], 1, generator=generator)
     return torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp(max=logits.shape[-1] - 1)
 '''),
+        ("softmax by hand without subtracting the largest logit (huge logits overflow)", '''
+def sample_next(logits, generator=None):
+    weights = torch.exp(logits.float())
+    cdf = (weights / weights.sum(dim=-1, keepdim=True)).cumsum(dim=-1)
+    u = torch.rand(logits.shape[0], 1, generator=generator)
+    return torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1).clamp(max=logits.shape[-1] - 1)
+'''),
     ],
     "ngram": [
         ("one banned set for the whole batch", '''
