@@ -1,0 +1,154 @@
+"""bench/compare/modded.py: modded-nanogpt's elements checked against their definitions — ReLU², rotary
+embeddings against the closed form of a rotation, the soft cap, QK-norm, zero-initialised projections, the U-net
+skips and value embeddings, the record's Muon step and its schedule."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_compare import _module
+
+from dlcourse.gpt.muon import orthogonalise
+
+SIZE = dict(n_positions=64, n_embd=128, n_layer=4, n_head=4)
+
+
+@pytest.fixture(scope="module")
+def modded():
+    return _module("modded")
+
+
+def test_the_mlp_squares_a_relu_and_ablated_uses_gelu(modded):
+    torch.manual_seed(0)
+    mlp = modded.MLP(8, modded.Elements())
+    x = torch.randn(3, 8)
+    expected = F.linear(torch.relu(F.linear(x, mlp.c_fc.weight)) ** 2, mlp.c_proj.weight)
+    torch.testing.assert_close(mlp(x), expected)
+    gelu = modded.MLP(8, modded.Elements().without("relu2"))
+    gelu.load_state_dict(mlp.state_dict())
+    torch.testing.assert_close(gelu(x), F.linear(F.gelu(F.linear(x, mlp.c_fc.weight)), mlp.c_proj.weight))
+
+
+def test_rotary_turns_each_pair_by_position_times_its_frequency(modded):
+    D = 16
+    w = modded.rotary_frequencies(D)
+    assert w.shape == (D // 2,) and float(w[0]) == 1.0 and math.isclose(float(w[D // 4 - 1]), 1 / 1024, rel_tol=1e-6)
+    assert bool((w[D // 4:] == 0).all())  # half of the pairs never turn
+    torch.testing.assert_close(w[1] / w[0], w[2] / w[1])  # geometric
+    x = torch.randn(2, 5, 3, D)
+    y = modded.rotate(x, w)
+    t, i, h = 3, 1, 2  # position 3, pair 1 (dimensions 1 and 1 + D/2), head 2: the closed form of a rotation
+    a, b, angle = x[0, t, h, i], x[0, t, h, i + D // 2], t * float(w[i])
+    torch.testing.assert_close(y[0, t, h, i], a * math.cos(angle) + b * math.sin(angle))
+    torch.testing.assert_close(y[0, t, h, i + D // 2], -a * math.sin(angle) + b * math.cos(angle))
+    torch.testing.assert_close(y.norm(dim=-1), x.norm(dim=-1))  # a rotation keeps lengths
+    # the score of a rotated query and key depends on their distance only
+    q, k = torch.randn(D), torch.randn(D)
+    seq = lambda v: v.expand(1, 12, 1, D)  # noqa: E731 — the same vector at every position
+    rq, rk = modded.rotate(seq(q), w)[0, :, 0], modded.rotate(seq(k), w)[0, :, 0]
+    torch.testing.assert_close(rq[7] @ rk[4], rq[5] @ rk[2])
+    assert not torch.allclose(rq[7] @ rk[4], rq[7] @ rk[6])
+
+
+def test_queries_and_keys_are_rms_normalised_before_the_scores(modded):
+    torch.manual_seed(1)
+    attn = modded.Attention(16, 2, modded.Elements(rotary=False, value_embeddings=False), attn_scale=0.12)
+    seen = {}
+    original = F.scaled_dot_product_attention
+
+    def spy(q, k, v, **kw):
+        seen.update(q=q, k=k, scale=kw.get("scale"))
+        return original(q, k, v, **kw)
+
+    F.scaled_dot_product_attention = spy
+    try:
+        attn(torch.randn(2, 5, 16) * 7, None)
+    finally:
+        F.scaled_dot_product_attention = original
+    for t in (seen["q"], seen["k"]):
+        torch.testing.assert_close(t.pow(2).mean(-1), torch.ones(t.shape[:-1]), rtol=1e-4, atol=1e-4)
+    assert seen["scale"] == 0.12
+
+
+def test_the_soft_cap_bounds_the_logits_and_leaves_small_ones(modded):
+    torch.manual_seed(2)
+    model = modded.ModdedGPT(11, **SIZE, elements=modded.Elements(zero_init=False))
+    with torch.no_grad():
+        model.lm_head.weight.mul_(1000)
+    logits = model(torch.randint(0, 11, (2, 9)))
+    assert logits.abs().max() <= modded.SOFTCAP and logits.abs().max() > 0.99 * modded.SOFTCAP
+    x = torch.tensor([0.01, -0.02])
+    torch.testing.assert_close(modded.SOFTCAP * torch.tanh(x / modded.SOFTCAP), x, rtol=1e-5, atol=0)
+    uncapped = modded.ModdedGPT(11, **SIZE, elements=modded.Elements(zero_init=False, softcap=False))
+    uncapped.load_state_dict(model.state_dict())
+    assert uncapped(torch.randint(0, 11, (2, 9))).abs().max() > 100
+
+
+def test_zero_initialised_outputs_and_an_untied_head(modded):
+    model = modded.ModdedGPT(11, **SIZE)
+    ids = torch.randint(0, 11, (2, 9))
+    assert bool((model(ids) == 0).all())  # a zero head: every character equally likely, loss log V at first
+    assert model.lm_head.weight.data_ptr() != model.embed.weight.data_ptr()
+    for block in model.blocks:
+        assert not block.attn.c_proj.weight.any() and not block.mlp.c_proj.weight.any()
+    tied = modded.ModdedGPT(11, **SIZE, elements=modded.Elements(untied=False))
+    assert tied.lm_head.weight is tied.embed.weight
+    assert tied(ids).abs().sum() > 0  # tied to the embedding, the head is not zero
+
+
+def test_unet_skips_value_embeddings_and_the_x0_shortcut(modded):
+    torch.manual_seed(3)
+    model = modded.ModdedGPT(11, **SIZE, elements=modded.Elements(zero_init=False))
+    assert model.value_pattern() == [0, 1, 0, 1] and len(model.value_embeds) == 2
+    assert model.skip_weights.shape == (2,)
+    ids = torch.randint(0, 11, (2, 9))
+    base = model(ids)
+    with torch.no_grad():
+        model.skip_weights.zero_()  # no skips: a different output
+    assert not torch.allclose(model(ids), base)
+    plain = modded.ModdedGPT(11, **SIZE, elements=modded.Elements(zero_init=False, unet=False, value_embeddings=False,
+                                                                  x0=False))
+    assert modded.parameter_count(plain) < modded.parameter_count(model)  # no value tables
+    # x0: a block's λ₁ mixes the normalised embedding in
+    block, x, x0 = model.blocks[0], torch.randn(1, 3, 128), torch.randn(1, 3, 128)
+    with torch.no_grad():
+        block.lambdas.copy_(torch.tensor([0.0, 1.0]))
+    torch.testing.assert_close(block(x, None, x0), block(x0, None, x0))
+    with pytest.raises(ValueError, match="no element"):
+        modded.Elements().without("bias")
+
+
+def test_the_records_muon_step_and_schedule(modded):
+    torch.manual_seed(4)
+    w = torch.nn.Parameter(torch.randn(12, 4))
+    opt = modded.ModdedMuon([w], lr=0.05, momentum=0.9)
+    before = w.detach().clone()
+    g1, g2 = torch.randn(12, 4), torch.randn(12, 4)
+    w.grad = g1.clone()
+    opt.step()
+    buf = 0.1 * g1  # lerp(0, g, 1 − μ)
+    update = g1.lerp(buf, 0.9)  # Nesterov: the gradient moved 90 % of the way to the momentum
+    torch.testing.assert_close(w.detach(), before - 0.05 * math.sqrt(3) * orthogonalise(update))  # √(12 / 4)
+    after_one = w.detach().clone()
+    w.grad = g2.clone()
+    opt.step()
+    buf = buf.lerp(g2, 0.1)
+    torch.testing.assert_close(w.detach(), after_one - 0.05 * math.sqrt(3) * orthogonalise(g2.lerp(buf, 0.9)))
+    # constant, then a straight line to 0 over the last 40 %
+    assert [modded.lr_factor(s, 100) for s in (0, 59, 60, 80, 99)] == pytest.approx([1, 1, 1, 0.5, 0.025])
+    assert modded.muon_momentum(0) == 0.85 and modded.muon_momentum(150) == pytest.approx(0.9)
+    assert modded.muon_momentum(300) == modded.muon_momentum(2000) == 0.95
+    model = modded.ModdedGPT(11, **SIZE)
+    adam, muon = modded.optimisers(model, lr_scale=0.5)
+    assert adam.defaults["betas"] == (0.8, 0.95) and adam.defaults["weight_decay"] == 0
+    assert sorted(g["lr"] for g in adam.param_groups) == pytest.approx([0.004, 0.02, 0.3])
+    shapes = [tuple(p.shape) for p in muon.param_groups[0]["params"]]
+    assert shapes.count((128, 128)) == 4 * 4  # q, k, v and the projection: each a matrix of its own
+    modded.set_step(adam, muon, 90, 100)
+    assert muon.param_groups[0]["lr"] == pytest.approx(0.025 * 0.25)
+    assert muon.param_groups[0]["momentum"] == pytest.approx(0.85 + 0.1 * 0.3)
+    owned = {id(p) for opt in (adam, muon) for g in opt.param_groups for p in g["params"]}
+    assert owned == {id(p) for p in model.parameters()}  # every parameter, once
