@@ -2,11 +2,12 @@
 the picture cannot be seen.
 
 A figure is shown as an HTML ``<img>`` whose ``alt`` is :func:`alt_text`: the description a figure was given with
-:func:`describe` (the diagrams and the views whose picture carries a result say what they show), followed by what
-is read from the figure itself — its titles, its axes' labels and ranges, and per panel what is drawn: each line's
-name with where it starts, ends and its extremes, each bar's label and height, an image's size and its largest
-cells. :func:`install` (called by every chapter's set-up cell) makes IPython show every matplotlib figure this way,
-the ones a cell draws with pyplot too; the widgets show theirs through :func:`shown`.
+:func:`describe` (every diagram says in a sentence what it draws), followed by what is read from the figure
+itself — its titles, its axes' labels and ranges, and per panel what is drawn: each line's name with where it
+starts, ends and its extremes, a cloud of markers by its size and centre, each bar's label and height, an
+image's size and its largest cells. :func:`install` (called by every chapter's set-up cell) makes IPython show
+every matplotlib figure this way, the ones a cell draws with pyplot too; the widgets show theirs through
+:func:`shown`.
 
 The PNG is drawn once at the figure's own size (see :func:`png`).
 """
@@ -89,6 +90,15 @@ def _lines(ax: Any) -> list[str]:
         if len(y) < 2 or not finite.any() or not line.get_visible():
             continue
         name = line.get_label()
+        if line.get_linestyle() in ("None", "", " ") and line.get_marker() not in (None, "None", "", " "):
+            named = f" ({name})" if name and not name.startswith("_") else ""
+            try:  # markers only: a cloud of points, read by where it lies
+                xs = np.asarray(line.get_xdata(), dtype=float).ravel()[finite]
+                where = f" around ({_number(np.median(xs))}, {_number(np.median(y[finite]))})"
+            except (TypeError, ValueError):
+                where = ""
+            found.append(f"{int(finite.sum())} points{named}{where}")
+            continue
         name = name if name and not name.startswith("_") else "a line"
         if len(y) == 2 and np.ptp(y[finite]) == 0:  # a reference line (axhline)
             found.append(f"{name} at {_number(y[finite][0])}")

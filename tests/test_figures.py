@@ -81,6 +81,8 @@ def test_points_a_diagrams_labels_and_a_given_description():
     fig, ax = plt.subplots()
     ax.scatter([0, 1, 2], [1, 0, 1], label="real")
     assert "3 points (real)" in figures.alt_text(fig)
+    ax.plot([0, 2, 4, 6], [1, 1, 3, 5], ".", label="fakes")  # markers only: a cloud, not a line's course
+    assert "4 points (fakes) around (3, 2)" in figures.alt_text(fig)
     fig, ax = plt.subplots()
     ax.axis("off")
     ax.text(0, 0, "Encoder")
