@@ -152,3 +152,23 @@ def test_the_records_muon_step_and_schedule(modded):
     assert muon.param_groups[0]["momentum"] == pytest.approx(0.85 + 0.1 * 0.3)
     owned = {id(p) for opt in (adam, muon) for g in opt.param_groups for p in g["params"]}
     assert owned == {id(p) for p in model.parameters()}  # every parameter, once
+
+
+def test_the_harness_trains_the_record_with_its_own_rates_and_schedule(modded):
+    from dataclasses import fields
+
+    gpt = _module("gpt")
+    assert set(gpt.ELEMENTS) == {f.name for f in fields(modded.Elements)}  # one ablation run per element
+    assert gpt.VARIANTS["modded-without-unet"].without == ("unet",)
+    assert [gpt.MODDED.lr_factor(s, 100) for s in (0, 60, 80)] == pytest.approx([1, 1, 0.5])
+    model, _ = gpt.build(gpt.VARIANTS["modded-without-softcap"], 11)
+    assert not model.elements.softcap and model.elements.unet
+    pair = gpt.optimiser(gpt.MODDED, model, 0.5)
+    assert sorted(g["rate"] for g in pair.param_groups) == pytest.approx([0.004, 0.02, 0.025, 0.3])
+    record = gpt.run(gpt.MODDED, 0.25, steps=4, batch=2, eval_every=2)
+    assert record["steps"] == 4 and [c["step"] for c in record["curve"]] == [2, 4]
+    from dlcourse.datasets import shakespeare
+
+    uniform = math.log(len(shakespeare.char_corpus().tokenizer))  # the zero head's loss at step 0
+    assert record["curve"][1]["sample_loss"] < record["curve"][0]["sample_loss"] < uniform
+    assert 0 < record["whole_held_out"] < uniform

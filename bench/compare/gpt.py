@@ -16,6 +16,9 @@ parameters) on Shakespeare for the same number of steps of the same batches:
   decay 0.1 on every tensor of two or more dimensions, warm-up over 100 steps to the peak then a cosine to a
   tenth of it at the last step, clipping at 1.0, ``F.cross_entropy``.
 
+* **modded-nanogpt** (``--recipe modded``; ``modded-without-<element>`` for the ablation): its record's model and
+  optimisers, re-implemented in ``modded.py``; ``--lr`` multiplies the record's rates. Not yet run here.
+
 Both read identical (B, 64) windows drawn once from the training plays (seed 0), in the same order, and are
 scored by one function: the mean next-character loss (63 targets a window) on a fixed sample of 1,024 held-out
 windows during training, and on the whole held-out text (four plays, each character once) at the end. Each
@@ -75,6 +78,18 @@ def course_classes() -> dict:
     if missing:
         raise RuntimeError(f"solutions/{CHAPTER} no longer defines {missing} in its answer cells")
     return namespace
+
+
+@functools.cache
+def modded():
+    """bench/compare/modded.py, loaded beside this file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("compare_modded", Path(__file__).with_name("modded.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
 
 
 # ---------------------------------------------------------------- nanoGPT's model, re-implemented
@@ -157,10 +172,14 @@ class Recipe:
     loss: str = "course"  # "course": the chapter's lm_loss; "fused": F.cross_entropy
     zero_biases: bool = False  # the course model's biases start at 0 instead of PyTorch's default draw
     bias: bool = False  # nanoGPT's model only: keep biases
-    optimiser: str = "adamw"  # "adamw"; or "muon": Muon (float32) for the blocks' matrices, AdamW for the rest
+    optimiser: str = "adamw"  # "adamw"; or "muon": Muon (float32) for the blocks' matrices, AdamW for the rest;
+    # "modded": modded-nanogpt's Adam + Muon set-up (bench/compare/modded.py), ``lr`` scaling its record's rates
     muon_momentum: float = 0.95
+    without: tuple[str, ...] = ()  # the modded model's elements left out (modded.Elements' names)
 
     def lr_factor(self, step: int, steps: int) -> float:
+        if self.schedule == "modded":  # constant, then a straight line to 0 over the last 40 % (no warm-up)
+            return modded().lr_factor(step, steps)
         if self.schedule == "nanogpt":  # train.py's get_lr, with lr_decay_iters = max_iters
             if step < self.warmup:
                 return (step + 1) / (self.warmup + 1)
@@ -177,6 +196,8 @@ COURSE = Recipe("course", "course", warmup=200)  # the chapter's former recipe
 NANOGPT = Recipe("nanogpt", "nanogpt", warmup=100, schedule="nanogpt")
 LINEAR = Recipe("course-linear", "course", warmup=100, floor=0.0, schedule="linear")  # two changes of COURSE
 CHAPTER_RECIPE = replace(LINEAR, name="course-linear-muon", optimiser="muon")  # the chapter's recipe now
+# modded-nanogpt's record (bench/compare/modded.py): its model, its optimisers and schedule, no clipping
+MODDED = Recipe("modded", "modded", warmup=0, schedule="modded", loss="fused", clip=0.0, optimiser="modded")
 VARIANTS = {recipe.name: recipe for recipe in [  # the other "course-*" variants each change one thing of COURSE
     COURSE, NANOGPT, LINEAR,
     replace(COURSE, name="course-warmup100", warmup=100),
@@ -188,13 +209,24 @@ VARIANTS = {recipe.name: recipe for recipe in [  # the other "course-*" variants
     replace(COURSE, name="course-embeddings-undecayed", decay_embeddings=False),
     CHAPTER_RECIPE,
     replace(NANOGPT, name="nanogpt-muon", optimiser="muon"),  # nanoGPT's model and recipe with Muon
+    MODDED,
 ]}
+# the ablation's side: modded-nanogpt's recipe with one element taken away
+ELEMENTS = ("relu2", "qk_norm", "rotary", "zero_init", "untied", "x0", "value_embeddings", "unet", "softcap")
+VARIANTS.update({f"modded-without-{name}": replace(MODDED, name=f"modded-without-{name}", without=(name,))
+                 for name in ELEMENTS})
 
 
 def build(recipe: Recipe, vocab_size: int) -> tuple[nn.Module, Callable[[nn.Module, torch.Tensor], torch.Tensor]]:
     """The model (seeded: torch.manual_seed(0) first) and ``loss(model, ids (B, T))``."""
     torch.manual_seed(0)
-    if recipe.model == "nanogpt":
+    if recipe.model == "modded":
+        elements = modded().Elements()
+        for name in recipe.without:
+            elements = elements.without(name)
+        model = modded().ModdedGPT(vocab_size, **SIZE, elements=elements)
+        forward = model
+    elif recipe.model == "nanogpt":
         model = NanoGPT(vocab_size, **SIZE, bias=recipe.bias)
         forward = model
     else:
@@ -224,6 +256,8 @@ def optimiser(recipe: Recipe, model: nn.Module, lr: float) -> torch.optim.Optimi
     """AdamW with weight decay on the tensors of two or more dimensions (embeddings too unless the recipe says);
     with ``optimiser="muon"``, the chapter's :class:`~dlcourse.gpt.muon.MuonAdamW`: Muon for the weight
     matrices that are not embeddings, AdamW for the rest."""
+    if recipe.optimiser == "modded":
+        return ModdedPair(model, lr)
     embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
     decay, no_decay, matrices = [], [], []
     for p in model.parameters():
@@ -241,6 +275,30 @@ def optimiser(recipe: Recipe, model: nn.Module, lr: float) -> torch.optim.Optimi
                       {"params": decay, "weight_decay": recipe.weight_decay},
                       {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, recipe.beta2),
                      momentum=recipe.muon_momentum)
+
+
+class ModdedPair:
+    """modded-nanogpt's two optimisers as one: its Adam and Muon groups in ``param_groups``, each with its
+    ``rate`` (the record's rate times ``lr_scale``), so that :func:`run` sets ``lr = factor × rate``; Muon's
+    momentum warms up with the steps taken."""
+
+    def __init__(self, model: nn.Module, lr_scale: float) -> None:
+        self.adam, self.muon = modded().optimisers(model, lr_scale)
+        self.param_groups = self.adam.param_groups + self.muon.param_groups
+        for group in self.param_groups:
+            group["rate"] = group["initial_lr"]
+        self.steps = 0
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.adam.zero_grad(set_to_none=set_to_none)
+        self.muon.zero_grad(set_to_none=set_to_none)
+
+    def step(self) -> None:
+        for group in self.muon.param_groups:
+            group["momentum"] = modded().muon_momentum(self.steps)
+        self.adam.step()
+        self.muon.step()
+        self.steps += 1
 
 
 # ---------------------------------------------------------------- one run
@@ -298,8 +356,8 @@ def run(recipe: Recipe, lr: float, steps: int, batch: int, eval_every: int, thre
             if fraction >= 1.0:
                 break
             at = min(steps - 1, int(fraction * steps))
-        for group in opt.param_groups:
-            group["lr"] = lr * recipe.lr_factor(at, steps)
+        for group in opt.param_groups:  # a group with a rate of its own (modded) scales it instead
+            group["lr"] = group.get("rate", lr) * recipe.lr_factor(at, steps)
         value = loss(model, train[step])
         opt.zero_grad(set_to_none=True)
         value.backward()
