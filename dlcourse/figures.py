@@ -116,11 +116,10 @@ def _bars(ax: Any) -> list[str]:
     for container in ax.containers:
         if not isinstance(container, BarContainer):
             continue
-        ticks = {round(t, 6): lab.get_text() for t, lab in zip(ax.get_xticks(), ax.get_xticklabels(), strict=False)}
         horizontal = getattr(container, "orientation", "vertical") == "horizontal"
-        if horizontal:
-            ticks = {round(t, 6): lab.get_text() for t, lab in zip(ax.get_yticks(), ax.get_yticklabels(),
-                                                                   strict=False)}
+        where_ticks, labels = (ax.get_yticks(), ax.get_yticklabels()) if horizontal else (ax.get_xticks(),
+                                                                                           ax.get_xticklabels())
+        ticks = {round(t, 6): lab.get_text() for t, lab in zip(where_ticks, labels, strict=False)}
         values = []
         for patch in container.patches:
             if horizontal:
@@ -249,15 +248,16 @@ def png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
-def to_html(fig: Any, data: bytes | None = None) -> str:
+def to_html(fig: Any, data: bytes | None = None, alt: str | None = None) -> str:
     """The figure as HTML: an ``<img>`` with its text alternative (and the description as a visible caption
     when :func:`describe` asked for one). ``data``: the PNG, when it is already drawn; else it is drawn as
-    Jupyter's inline display draws a figure a cell shows (cropped to what is drawn)."""
+    Jupyter's inline display draws a figure a cell shows (cropped to what is drawn). ``alt``: the text
+    alternative, when it is already read (:func:`alt_text`)."""
     if data is None:
         from IPython.core.pylabtools import print_figure
 
         data = print_figure(fig, "png", bbox_inches="tight")
-    alt = html.escape(alt_text(fig), quote=True)
+    alt = html.escape(alt_text(fig) if alt is None else alt, quote=True)
     img = (f'<img src="data:image/png;base64,{base64.b64encode(data).decode()}" alt="{alt}" '
            'style="max-width: 100%; height: auto">')
     if getattr(fig, CAPTION, False):
@@ -273,7 +273,7 @@ class Shown:
     def __init__(self, fig: Any) -> None:
         self.data = png(fig)
         self.alt = alt_text(fig)
-        self._html = to_html(fig, self.data)
+        self._html = to_html(fig, self.data, self.alt)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
         return {"text/html": self._html, "text/plain": self.alt}
