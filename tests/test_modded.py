@@ -172,3 +172,131 @@ def test_the_harness_trains_the_record_with_its_own_rates_and_schedule(modded):
     uniform = math.log(len(shakespeare.char_corpus().tokenizer))  # the zero head's loss at step 0
     assert record["curve"][1]["sample_loss"] < record["curve"][0]["sample_loss"] < uniform
     assert 0 < record["whole_held_out"] < uniform
+
+
+def test_a_fused_qkv_matrix_is_orthogonalised_as_three(modded):
+    torch.manual_seed(5)
+    fused = torch.nn.Parameter(torch.randn(12, 4))
+    apart = [torch.nn.Parameter(t.detach().clone()) for t in fused.detach().chunk(3)]
+    together = modded.ModdedMuon([dict(params=[fused], parts=3)], lr=0.05, momentum=0.9)
+    separate = modded.ModdedMuon(apart, lr=0.05, momentum=0.9)
+    for _ in range(2):
+        grad = torch.randn(12, 4)
+        fused.grad = grad.clone()
+        for p, g in zip(apart, grad.chunk(3), strict=True):
+            p.grad = g.clone()
+        together.step()
+        separate.step()
+    torch.testing.assert_close(fused.detach(), torch.cat([p.detach() for p in apart]))
+    whole = torch.nn.Parameter(torch.randn(12, 4))  # one (12, 4) matrix moves another way
+    whole.grad = torch.randn(12, 4)
+    update = orthogonalise(whole.grad.lerp(0.1 * whole.grad, 0.9))
+    assert not torch.allclose(update.chunk(3)[0], orthogonalise(whole.grad.chunk(3)[0]))
+
+
+@pytest.fixture(scope="module")
+def chapter_gpt():
+    gpt = _module("gpt")
+    return lambda: gpt.course_classes()["GPT"](11, **SIZE)
+
+
+def test_a_graft_of_nothing_is_the_chapters_gpt(modded, chapter_gpt):
+    torch.manual_seed(6)
+    base = chapter_gpt()
+    ids = torch.randint(0, 11, (2, 9))
+    expected = base(ids).logits
+    grafted = modded.GraftedGPT(base, 4, modded.Elements.only())
+    torch.testing.assert_close(grafted(ids), expected)
+    assert modded.parameter_count(grafted) == modded.parameter_count(base)
+    assert modded.Elements.only("unet") == modded.Elements().without("relu2").without("qk_norm").without(
+        "rotary").without("zero_init").without("untied").without("x0").without("value_embeddings").without("softcap")
+
+
+def test_each_graft_changes_the_chapters_gpt_as_its_definition_says(modded, chapter_gpt):
+    ids = torch.randint(0, 11, (2, 9))
+    x = torch.randn(2, 9, 128)
+
+    def grafted(*names):
+        torch.manual_seed(7)
+        return modded.GraftedGPT(chapter_gpt(), 4, modded.Elements.only(*names))
+
+    plain = grafted()
+    relu2 = grafted("relu2")
+    mlp = relu2.blocks[0].mlp
+    torch.testing.assert_close(relu2.feed_forward(0, x), mlp.c_proj(torch.relu(mlp.c_fc(x)) ** 2))
+    rotary = grafted("rotary")
+    assert rotary.wpe is None and modded.parameter_count(rotary) == modded.parameter_count(plain) - 64 * 128
+    zero = grafted("zero_init")
+    for block in zero.blocks:
+        for proj in (block.attn.c_proj, block.mlp.c_proj):
+            assert not proj.weight.any() and not proj.bias.any()
+    blocks_do_nothing = zero.lm_head(zero.ln_f(zero.embed(ids) + zero.wpe(torch.arange(9))))
+    torch.testing.assert_close(zero(ids), blocks_do_nothing)
+    untied = grafted("untied")
+    assert untied.lm_head.weight is not untied.embed.weight
+    assert grafted("untied", "zero_init")(ids).abs().max() == 0
+    assert plain.lm_head.weight is plain.embed.weight
+    capped = grafted("softcap")
+    with torch.no_grad():
+        capped.embed.weight.mul_(1000)
+    assert capped(ids).abs().max() <= modded.SOFTCAP
+    values = grafted("value_embeddings")
+    assert len(values.value_embeds) == 2 and values.value_pattern() == [0, 1, 0, 1]
+    with torch.no_grad():
+        for mix in values.value_lambdas:  # no table and λ₀ = 2: twice the values, as GPT-2 computes them
+            mix.copy_(torch.tensor([2.0, 0.0]))
+        plain_v = grafted()
+        for block in plain_v.blocks:
+            w, b = block.attn.c_attn.weight, block.attn.c_attn.bias
+            w[256:] *= 2
+            b[256:] *= 2
+    torch.testing.assert_close(values(ids), plain_v(ids))
+    x0 = grafted("x0")
+    torch.testing.assert_close(x0(ids), plain(ids))  # λ = (1, 0) at first: no change
+    with torch.no_grad():
+        for mix in x0.x0_lambdas:  # every block starts again from the embedding: only the last block counts
+            mix.copy_(torch.tensor([0.0, 1.0]))
+    assert not torch.allclose(x0(ids), plain(ids))
+    unet = grafted("unet")
+    torch.testing.assert_close(unet.skip_weights, torch.ones(2))
+    assert not torch.allclose(unet(ids), plain(ids))
+    with torch.no_grad():
+        unet.skip_weights.zero_()
+    torch.testing.assert_close(unet(ids), plain(ids))
+    qk = grafted("qk_norm")
+    assert not torch.allclose(qk(ids), plain(ids))
+
+
+def test_the_records_optimisers_on_the_chapters_gpt(modded, chapter_gpt):
+    torch.manual_seed(8)
+    model = modded.GraftedGPT(chapter_gpt(), 4, modded.Elements.only("value_embeddings"))
+    adam, muon = modded.optimisers(model, lr_scale=1.0)
+    owned = [id(p) for opt in (adam, muon) for g in opt.param_groups for p in g["params"]]
+    assert sorted(owned) == sorted({id(p) for p in model.parameters()})  # every parameter, once
+    rate = {id(p): g["lr"] for g in adam.param_groups for p in g["params"]}
+    assert rate[id(model.embed.weight)] == modded.RATES["head"]  # the tied matrix takes the head's rate
+    assert rate[id(model.value_embeds[0].weight)] == modded.RATES["embed"]
+    assert rate[id(model.blocks[0].ln_1.weight)] == rate[id(model.blocks[0].attn.c_attn.bias)] == 0.04
+    assert rate[id(model.value_lambdas[3])] == 0.04
+    fused = [g for g in muon.param_groups if g.get("parts") == 3]
+    assert len(fused) == 1 and [tuple(p.shape) for p in fused[0]["params"]] == [(384, 128)] * 4
+
+
+def test_the_harness_runs_both_directions_of_the_ablation(modded):
+    gpt = _module("gpt")
+    for name in gpt.ELEMENTS:
+        assert gpt.VARIANTS[f"course-with-{name}"].graft == (name,)
+        assert gpt.VARIANTS[f"course-with-{name}"].optimiser == "muon"  # the chapter's optimiser
+    model, _ = gpt.build(gpt.VARIANTS["course-with-untied"], 11)
+    opt = gpt.optimiser(gpt.VARIANTS["course-with-untied"], model, 6e-3)
+    muon_owned = {id(p) for g in opt.param_groups if g["muon"] for p in g["params"]}
+    assert id(model.lm_head.weight) not in muon_owned  # an untied head is AdamW's, not Muon's
+    assert id(model.blocks[0].attn.c_attn.weight) in muon_owned
+    model, _ = gpt.build(gpt.VARIANTS["course-with-optimiser"], 11)
+    assert not any(vars(model.elements).values())  # the chapter's own model
+    assert isinstance(gpt.optimiser(gpt.VARIANTS["course-with-optimiser"], model, 0.5), gpt.ModdedPair)
+    mine = gpt.VARIANTS["modded-without-optimiser"]
+    assert (mine.model, mine.optimiser, mine.schedule, mine.clip) == ("modded", "muon", "linear", 1.0)
+    record = gpt.run(gpt.VARIANTS["course-with-rotary"], 6e-3, steps=2, batch=2, eval_every=2, seed=1)
+    assert record["seed"] == 1 and record["steps"] == 2
+    assert gpt.run_file("modded", 0.5, 2200, 32, seed=2).name == "modded-lr0.5-2200x32-seed2.json"

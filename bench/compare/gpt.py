@@ -30,6 +30,7 @@ follows the clock.
     python bench/compare/gpt.py sweep [--grid 1e-3 2e-3 3e-3 4e-3 6e-3] [--steps 2200] [--batch 32]
     python bench/compare/gpt.py sweep --pair course-linear nanogpt     # a variant of the course's recipe
     python bench/compare/gpt.py run --recipe course --lr 3e-3 --out run.json
+    python bench/compare/gpt.py beside --job modded 0.5 --job course-linear-muon 8e-3 [--seed 1]   # any two
     python bench/compare/gpt.py summary        # the table, from the recorded runs
 
 Runs are kept one file each in ``bench/results/compare-gpt/``; ``summary`` writes
@@ -160,7 +161,8 @@ class Recipe:
     """How one side trains: its model, loss, optimiser groups and learning-rate schedule."""
 
     name: str
-    model: str  # "course" (the chapter's GPT) or "nanogpt"
+    model: str  # "course" (the chapter's GPT), "nanogpt", "modded" (modded.ModdedGPT) or "graft" (the chapter's
+    # GPT with ``graft``'s elements of modded's, modded.GraftedGPT)
     warmup: int  # steps of linear warm-up
     floor: float = 0.1  # the last learning rate, as a share of the peak
     schedule: str = "course"  # "course": cosine over all steps times the warm-up ramp; "nanogpt": cosine after
@@ -176,6 +178,7 @@ class Recipe:
     # "modded": modded-nanogpt's Adam + Muon set-up (bench/compare/modded.py), ``lr`` scaling its record's rates
     muon_momentum: float = 0.95
     without: tuple[str, ...] = ()  # the modded model's elements left out (modded.Elements' names)
+    graft: tuple[str, ...] = ()  # the modded elements grafted onto the chapter's GPT (model "graft")
 
     def lr_factor(self, step: int, steps: int) -> float:
         if self.schedule == "modded":  # constant, then a straight line to 0 over the last 40 % (no warm-up)
@@ -209,18 +212,36 @@ VARIANTS = {recipe.name: recipe for recipe in [  # the other "course-*" variants
     replace(COURSE, name="course-embeddings-undecayed", decay_embeddings=False),
     CHAPTER_RECIPE,
     replace(NANOGPT, name="nanogpt-muon", optimiser="muon"),  # nanoGPT's model and recipe with Muon
+    replace(NANOGPT, name="nanogpt-linear", schedule="linear", floor=0.0),  # the chapter's straight line
     MODDED,
 ]}
-# the ablation's side: modded-nanogpt's recipe with one element taken away
+# The ablation, both ways: modded-nanogpt's recipe with one element taken away, and the chapter's recipe with
+# one added. The model's elements (modded.Elements), and "optimiser": the record's whole optimiser set-up —
+# Adam (0.8, 0.95) at its rates per group (embeddings 0.6, head 0.008, scalars 0.04) without weight decay,
+# its Muon (q, k, v orthogonalised apart, momentum warmed up from 0.85, lr 0.05 × √max(1, rows/columns)),
+# no warm-up, constant then a 40 % cool-down, no clipping — against the chapter's (MuonAdamW, warm-up 100, a
+# straight line to 0, weight decay 0.1, clipping at 1). "--lr" means the record's scale with the record's
+# optimiser, the chapter's peak rate with the chapter's.
 ELEMENTS = ("relu2", "qk_norm", "rotary", "zero_init", "untied", "x0", "value_embeddings", "unet", "softcap")
+GRAFT = replace(CHAPTER_RECIPE, model="graft")
 VARIANTS.update({f"modded-without-{name}": replace(MODDED, name=f"modded-without-{name}", without=(name,))
                  for name in ELEMENTS})
+VARIANTS.update({f"course-with-{name}": replace(GRAFT, name=f"course-with-{name}", graft=(name,))
+                 for name in ELEMENTS})
+VARIANTS.update({  # the optimiser, both ways
+    "modded-without-optimiser": replace(CHAPTER_RECIPE, name="modded-without-optimiser", model="modded"),
+    "course-with-optimiser": replace(MODDED, name="course-with-optimiser", model="graft", loss="course")})
 
 
-def build(recipe: Recipe, vocab_size: int) -> tuple[nn.Module, Callable[[nn.Module, torch.Tensor], torch.Tensor]]:
-    """The model (seeded: torch.manual_seed(0) first) and ``loss(model, ids (B, T))``."""
-    torch.manual_seed(0)
-    if recipe.model == "modded":
+def build(recipe: Recipe, vocab_size: int, seed: int = 0
+          ) -> tuple[nn.Module, Callable[[nn.Module, torch.Tensor], torch.Tensor]]:
+    """The model (seeded: torch.manual_seed(seed) first) and ``loss(model, ids (B, T))``."""
+    torch.manual_seed(seed)
+    if recipe.model == "graft":
+        model = modded().GraftedGPT(course_classes()["GPT"](vocab_size, **SIZE), SIZE["n_head"],
+                                    modded().Elements.only(*recipe.graft))
+        forward = model
+    elif recipe.model == "modded":
         elements = modded().Elements()
         for name in recipe.without:
             elements = elements.without(name)
@@ -240,7 +261,7 @@ def build(recipe: Recipe, vocab_size: int) -> tuple[nn.Module, Callable[[nn.Modu
 
         def forward(ids):
             return model(ids).logits
-    if recipe.loss == "course" and recipe.model == "course":
+    if recipe.loss == "course" and recipe.model in ("course", "graft"):
         lm_loss = course_classes()["lm_loss"]
 
         def loss(m, ids):
@@ -259,6 +280,8 @@ def optimiser(recipe: Recipe, model: nn.Module, lr: float) -> torch.optim.Optimi
     if recipe.optimiser == "modded":
         return ModdedPair(model, lr)
     embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    if isinstance(getattr(model, "lm_head", None), nn.Linear):  # an untied head is AdamW's, as an embedding
+        embeddings.add(id(model.lm_head.weight))
     decay, no_decay, matrices = [], [], []
     for p in model.parameters():
         if recipe.optimiser == "muon" and p.dim() == 2 and id(p) not in embeddings:
@@ -303,12 +326,14 @@ class ModdedPair:
 
 # ---------------------------------------------------------------- one run
 
-def data(steps: int, batch: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """(training windows (steps, B, 64), held-out sample (1024, 64), whole held-out text (N, 64), vocabulary)."""
+def data(steps: int, batch: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """(training windows (steps, B, 64), held-out sample (1024, 64), whole held-out text (N, 64), vocabulary).
+
+    ``seed`` draws the training windows (0: the chapter's order); the held-out sample never changes."""
     from dlcourse.datasets import shakespeare
 
     corpus = shakespeare.char_corpus()
-    gen = torch.Generator().manual_seed(0)  # the chapter's order of windows
+    gen = torch.Generator().manual_seed(seed)
     train = torch.stack([torch.cat([x, y[:, -1:]], dim=1)
                          for x, y in (corpus.batch("train", batch, 63, gen) for _ in range(steps))])
     whole = corpus.windows("val", 64)
@@ -332,7 +357,7 @@ def held_out(model: nn.Module, windows: torch.Tensor) -> float:
 
 
 def run(recipe: Recipe, lr: float, steps: int, batch: int, eval_every: int, threads: int = 1,
-        budget: float | None = None) -> dict:
+        budget: float | None = None, seed: int = 0) -> dict:
     """Train one side; the record holds the sampled curve against steps and training seconds, and the end.
 
     With a ``budget`` in seconds, the run stops when the training clock reaches it, and the schedule follows
@@ -340,10 +365,12 @@ def run(recipe: Recipe, lr: float, steps: int, batch: int, eval_every: int, thre
     planned schedule, so the run warms up, decays and ends its schedule in the time given however fast it
     steps. It may then take more than ``steps`` steps: it has twice as many windows to read, the first
     ``steps`` batches those of a run without a budget.
+
+    ``seed`` draws both the windows and the model's first weights (0: the runs recorded before seeds existed).
     """
     torch.set_num_threads(threads)
-    train, sample, whole, vocab = data(steps if budget is None else 2 * steps, batch)
-    model, loss = build(recipe, vocab)
+    train, sample, whole, vocab = data(steps if budget is None else 2 * steps, batch, seed)
+    model, loss = build(recipe, vocab, seed)
     model.train()
     opt = optimiser(recipe, model, lr)
     curve, seconds = [], 0.0
@@ -376,29 +403,30 @@ def run(recipe: Recipe, lr: float, steps: int, batch: int, eval_every: int, thre
                       "sample_loss": round(held_out(model, sample), 4)})
     final = held_out(model, whole)
     return {"recipe": asdict(recipe), "lr": lr, "steps": done, "planned_steps": steps, "budget_seconds": budget,
-            "batch": batch, "threads": threads, "characters": done * batch * 64, "seconds": round(seconds, 1),
+            "batch": batch, "seed": seed, "threads": threads, "characters": done * batch * 64,
+            "seconds": round(seconds, 1),
             "tokens_per_second": round(done * batch * 64 / seconds), "whole_held_out": round(final, 4),
             "curve": curve, "parameters": sum(p.numel() for p in model.parameters()),
             "torch": torch.__version__}
 
 
-def run_file(recipe: str, lr: float, steps: int, batch: int, budget: float | None = None) -> Path:
+def run_file(recipe: str, lr: float, steps: int, batch: int, budget: float | None = None, seed: int = 0) -> Path:
     when = f"{budget:g}s" if budget is not None else f"{steps}x{batch}"
-    return RUNS / f"{recipe}-lr{lr:g}-{when}.json"
+    return RUNS / f"{recipe}-lr{lr:g}-{when}{f'-seed{seed}' if seed else ''}.json"
 
 
 # ---------------------------------------------------------------- side by side
 
 def side_by_side(jobs: list[tuple[str, float]], steps: int, batch: int, eval_every: int,
-                 budget: float | None = None) -> None:
+                 budget: float | None = None, seed: int = 0) -> None:
     """Start every (recipe, lr) job at the same moment, one thread each, and wait for all of them."""
     RUNS.mkdir(parents=True, exist_ok=True)
-    print(" beside ".join(f"{name} at {lr:g}" for name, lr in jobs) + (f", {budget:g} s each" if budget else ""),
-          flush=True)
-    extra = ["--budget", str(budget)] if budget is not None else []
+    print(" beside ".join(f"{name} at {lr:g}" for name, lr in jobs) + (f", {budget:g} s each" if budget else "")
+          + (f", seed {seed}" if seed else ""), flush=True)
+    extra = (["--budget", str(budget)] if budget is not None else []) + ["--seed", str(seed)]
     procs = [subprocess.Popen([sys.executable, __file__, "run", "--recipe", name, "--lr", str(lr), "--steps",
                                str(steps), "--batch", str(batch), "--eval-every", str(eval_every), *extra,
-                               "--out", str(run_file(name, lr, steps, batch, budget))]) for name, lr in jobs]
+                               "--out", str(run_file(name, lr, steps, batch, budget, seed))]) for name, lr in jobs]
     for proc in procs:
         if proc.wait():
             raise SystemExit(f"a run failed (exit {proc.returncode})")
@@ -420,7 +448,7 @@ def sweep(pairs: list[tuple[str, str]], grid: list[float], steps: int, batch: in
 def best(name: str, steps: int, batch: int) -> dict:
     """The recorded run of ``name`` at ``steps`` × ``batch`` with the lowest whole held-out loss."""
     runs = [json.loads(p.read_text()) for p in RUNS.glob(f"{name}-lr*-{steps}x{batch}.json")]
-    runs = [r for r in runs if r["recipe"]["name"] == name]
+    runs = [r for r in runs if r["recipe"]["name"] == name and not r.get("seed")]
     if not runs:
         raise SystemExit(f"no recorded run of {name} at {steps} x {batch}: run the sweep first")
     return min(runs, key=lambda r: r["whole_held_out"])
@@ -443,7 +471,8 @@ def summary() -> dict:
 
     def row(r: dict) -> dict:  # (a file named "...-beside-<recipe>" ran beside that recipe's run)
         return {"file": r["file"], "recipe": r["recipe"]["name"], "lr": r["lr"], "steps": r["steps"],
-                "batch": r["batch"], "budget_seconds": r.get("budget_seconds"), "whole_held_out": r["whole_held_out"],
+                "batch": r["batch"], "seed": r.get("seed", 0), "budget_seconds": r.get("budget_seconds"),
+                "whole_held_out": r["whole_held_out"],
                 "seconds": r["seconds"], "tokens_per_second": r["tokens_per_second"],
                 "characters": r["characters"]}
 
@@ -478,7 +507,12 @@ def main() -> None:
     many.add_argument("--pair", nargs=2, action="append", metavar=("RECIPE", "RIVAL"),
                       help="recipes trained side by side (default: the chapter's, course-linear-muon, beside nanogpt)")
     many.add_argument("--again", action="store_true", help="re-run recorded runs too")
-    for p in (one, many):
+    beside = sub.add_parser("beside", help="any runs side by side: --job RECIPE LR, repeated")
+    beside.add_argument("--job", nargs=2, action="append", metavar=("RECIPE", "LR"), required=True)
+    beside.add_argument("--budget", type=float, help="seconds of training each; schedules follow the clock")
+    for p in (one, beside):
+        p.add_argument("--seed", type=int, default=0, help="draws the windows and the first weights")
+    for p in (one, many, beside):
         p.add_argument("--steps", type=int, default=2200)
         p.add_argument("--batch", type=int, default=32)
         p.add_argument("--eval-every", type=int, default=275)
@@ -486,7 +520,8 @@ def main() -> None:
     sub.add_parser("summary")
     args = parser.parse_args()
     if args.command == "run":
-        record = run(VARIANTS[args.recipe], args.lr, args.steps, args.batch, args.eval_every, budget=args.budget)
+        record = run(VARIANTS[args.recipe], args.lr, args.steps, args.batch, args.eval_every, budget=args.budget,
+                     seed=args.seed)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(record, indent=1) + "\n")
         print(f"{args.recipe} lr {args.lr:g}: whole held-out {record['whole_held_out']:.4f} nats/char after "
@@ -495,6 +530,12 @@ def main() -> None:
     elif args.command == "sweep":
         sweep([tuple(p) for p in args.pair] if args.pair else [(CHAPTER_RECIPE.name, "nanogpt")], args.grid, args.steps,
               args.batch, args.eval_every, args.again)
+    elif args.command == "beside":
+        unknown = [name for name, _ in args.job if name not in VARIANTS]
+        if unknown:
+            raise SystemExit(f"unknown recipes {unknown}; the recipes are {sorted(VARIANTS)}")
+        side_by_side([(name, float(lr)) for name, lr in args.job], args.steps, args.batch, args.eval_every,
+                     args.budget, args.seed)
     else:
         summary()
 
