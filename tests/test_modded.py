@@ -300,3 +300,17 @@ def test_the_harness_runs_both_directions_of_the_ablation(modded):
     record = gpt.run(gpt.VARIANTS["course-with-rotary"], 6e-3, steps=2, batch=2, eval_every=2, seed=1)
     assert record["seed"] == 1 and record["steps"] == 2
     assert gpt.run_file("modded", 0.5, 2200, 32, seed=2).name == "modded-lr0.5-2200x32-seed2.json"
+
+
+def test_the_records_momentum_follows_the_schedules_step(modded):
+    gpt = _module("gpt")
+    model, _ = gpt.build(gpt.MODDED, 11)
+    pair = gpt.optimiser(gpt.MODDED, model, 0.5)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    pair.at = 150  # under a time budget, run() sets the step the clock has reached
+    pair.step()
+    assert pair.muon.param_groups[0]["momentum"] == pytest.approx(0.9)
+    pair.step()  # without one, it counts the steps
+    assert pair.muon.param_groups[0]["momentum"] == pytest.approx(0.85 + 0.1 * 151 / 300)
+    assert gpt.VARIANTS["modded-scale0.12"].attn_scale == 0.12

@@ -179,6 +179,7 @@ class Recipe:
     muon_momentum: float = 0.95
     without: tuple[str, ...] = ()  # the modded model's elements left out (modded.Elements' names)
     graft: tuple[str, ...] = ()  # the modded elements grafted onto the chapter's GPT (model "graft")
+    attn_scale: float | None = None  # the modded model's score scale (None: 1/√d, the record's; later ones 0.12)
 
     def lr_factor(self, step: int, steps: int) -> float:
         if self.schedule == "modded":  # constant, then a straight line to 0 over the last 40 % (no warm-up)
@@ -230,7 +231,8 @@ VARIANTS.update({f"course-with-{name}": replace(GRAFT, name=f"course-with-{name}
                  for name in ELEMENTS})
 VARIANTS.update({  # the optimiser, both ways
     "modded-without-optimiser": replace(CHAPTER_RECIPE, name="modded-without-optimiser", model="modded"),
-    "course-with-optimiser": replace(MODDED, name="course-with-optimiser", model="graft", loss="course")})
+    "course-with-optimiser": replace(MODDED, name="course-with-optimiser", model="graft", loss="course"),
+    "modded-scale0.12": replace(MODDED, name="modded-scale0.12", attn_scale=0.12)})  # later records' fixed scale
 
 
 def build(recipe: Recipe, vocab_size: int, seed: int = 0
@@ -245,7 +247,7 @@ def build(recipe: Recipe, vocab_size: int, seed: int = 0
         elements = modded().Elements()
         for name in recipe.without:
             elements = elements.without(name)
-        model = modded().ModdedGPT(vocab_size, **SIZE, elements=elements)
+        model = modded().ModdedGPT(vocab_size, **SIZE, elements=elements, attn_scale=recipe.attn_scale)
         forward = model
     elif recipe.model == "nanogpt":
         model = NanoGPT(vocab_size, **SIZE, bias=recipe.bias)
@@ -303,14 +305,15 @@ def optimiser(recipe: Recipe, model: nn.Module, lr: float) -> torch.optim.Optimi
 class ModdedPair:
     """modded-nanogpt's two optimisers as one: its Adam and Muon groups in ``param_groups``, each with its
     ``rate`` (the record's rate times ``lr_scale``), so that :func:`run` sets ``lr = factor × rate``; Muon's
-    momentum warms up with the steps taken."""
+    momentum warms up with the schedule's step, which :func:`run` sets (``at``: under a time budget, the step
+    the clock has reached) and which otherwise counts the steps taken."""
 
     def __init__(self, model: nn.Module, lr_scale: float) -> None:
         self.adam, self.muon = modded().optimisers(model, lr_scale)
         self.param_groups = self.adam.param_groups + self.muon.param_groups
         for group in self.param_groups:
             group["rate"] = group["initial_lr"]
-        self.steps = 0
+        self.at = 0
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         self.adam.zero_grad(set_to_none=set_to_none)
@@ -318,10 +321,10 @@ class ModdedPair:
 
     def step(self) -> None:
         for group in self.muon.param_groups:
-            group["momentum"] = modded().muon_momentum(self.steps)
+            group["momentum"] = modded().muon_momentum(self.at)
         self.adam.step()
         self.muon.step()
-        self.steps += 1
+        self.at += 1
 
 
 # ---------------------------------------------------------------- one run
@@ -385,6 +388,8 @@ def run(recipe: Recipe, lr: float, steps: int, batch: int, eval_every: int, thre
             at = min(steps - 1, int(fraction * steps))
         for group in opt.param_groups:  # a group with a rate of its own (modded) scales it instead
             group["lr"] = group.get("rate", lr) * recipe.lr_factor(at, steps)
+        if isinstance(opt, ModdedPair):  # its momentum follows the schedule's step too
+            opt.at = at
         value = loss(model, train[step])
         opt.zero_grad(set_to_none=True)
         value.backward()
