@@ -314,3 +314,23 @@ def test_the_records_momentum_follows_the_schedules_step(modded):
     pair.step()  # without one, it counts the steps
     assert pair.muon.param_groups[0]["momentum"] == pytest.approx(0.85 + 0.1 * 151 / 300)
     assert gpt.VARIANTS["modded-scale0.12"].attn_scale == 0.12
+
+
+def test_the_ablation_table_pairs_each_run_with_its_sides_baseline_of_the_same_seed(modded):
+    gpt = _module("gpt")
+
+    def rec(name, lr, seed, loss, steps=1100):
+        return {"recipe": {"name": name}, "lr": lr, "seed": seed, "whole_held_out": loss, "steps": steps,
+                "batch": 32, "budget_seconds": None}
+
+    runs = [rec("course-linear-muon", 6e-3, 0, 1.60), rec("course-linear-muon", 6e-3, 1, 1.62),
+            rec("course-linear-muon", 4e-3, 0, 1.50),  # another rate: not the baseline
+            rec("course-with-relu2", 6e-3, 0, 1.58), rec("course-with-relu2", 6e-3, 1, 1.61),
+            rec("course-with-optimiser", 0.25, 0, 1.55),
+            rec("modded", 0.25, 0, 1.50), rec("modded-without-rotary", 0.25, 0, 1.56),
+            rec("modded-without-rotary", 0.25, 0, 9.0, steps=2200)]  # another length: not this table
+    rows = {row["element"]: row for row in gpt.ablation(runs, 1100, 32)}
+    assert rows["relu2"]["added"] == {"deltas": {0: -0.02, 1: -0.01}, "mean": -0.015, "spread": 0.01}
+    assert rows["optimiser"]["added"]["deltas"] == {0: -0.05}
+    assert rows["rotary"]["removed"]["deltas"] == {0: 0.06} and rows["rotary"]["added"]["mean"] is None
+    assert set(rows) == {*gpt.ELEMENTS, "optimiser"}

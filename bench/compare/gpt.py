@@ -485,6 +485,11 @@ def summary() -> dict:
     out = {"machine": "2-core CPU, one torch thread per run, two runs side by side",
            "equal_characters": [r for r in rows if r["budget_seconds"] is None],
            "equal_time": [r for r in rows if r["budget_seconds"] is not None]}
+    out["ablation"] = {}
+    for steps, batch in sorted({(r["steps"], r["batch"]) for r in runs if r.get("budget_seconds") is None}):
+        rows = ablation(runs, steps, batch)
+        if any(row[side]["deltas"] for row in rows for side in ("added", "removed")):
+            out["ablation"][f"{steps}x{batch}"] = rows
     SUMMARY.write_text(json.dumps(out, indent=1) + "\n")
     print("| recipe | peak lr | steps × windows | whole held-out (nats/char) | training s | tokens/s |")
     print("|---|---|---|---|---|---|")
@@ -497,7 +502,48 @@ def summary() -> dict:
     for r in out["equal_time"]:
         print(f"| {r['recipe']} | {r['lr']:g} | {r['budget_seconds']:g} | {r['steps']:,} × {r['batch']} | "
               f"{r['whole_held_out']:.3f} | {r['tokens_per_second']:,} |")
+
+    def cell(d: dict) -> str:
+        if d["mean"] is None:
+            return "–"
+        return f"{d['mean']:+.3f}" + (f" (± {d['spread'] / 2:.3f})" if len(d["deltas"]) > 1 else " (one seed)")
+    for size, rows in out["ablation"].items():
+        print(f"\n| element ({size}) | added to the chapter's recipe | removed from modded-nanogpt's |")
+        print("|---|---|---|")
+        for row in rows:
+            print(f"| {row['element']} | {cell(row['added'])} | {cell(row['removed'])} |")
     return out
+
+
+def ablation(runs: list[dict], steps: int, batch: int) -> list[dict]:
+    """One row per element: Δ whole held-out loss (nats/char) when it is added to the chapter's recipe
+    (``course-with-<element>`` against ``course-linear-muon``) and when it is taken from modded-nanogpt's
+    (``modded-without-<element>`` against ``modded``), per seed against the baseline run of the same seed,
+    at ``steps`` × ``batch``. A side's baseline rate is the one its element runs used (the optimiser element's
+    runs use the other side's rate units, so they do not vote)."""
+    runs = [r for r in runs if r["steps"] == steps and r["batch"] == batch and r.get("budget_seconds") is None]
+
+    def by_seed(name: str, lr: float | None = None) -> dict[int, float]:
+        return {r.get("seed", 0): r["whole_held_out"] for r in runs
+                if r["recipe"]["name"] == name and (lr is None or r["lr"] == lr)}
+
+    def base_rate(prefix: str) -> float | None:
+        rates = [r["lr"] for r in runs if r["recipe"]["name"].startswith(prefix)
+                 and not r["recipe"]["name"].endswith("-optimiser")]
+        return max(set(rates), key=rates.count) if rates else None
+
+    sides = {"added": ("course-with-", CHAPTER_RECIPE.name), "removed": ("modded-without-", MODDED.name)}
+    bases = {side: by_seed(name, base_rate(prefix)) for side, (prefix, name) in sides.items()}
+    rows = []
+    for element in (*ELEMENTS, "optimiser"):
+        row = {"element": element}
+        for side, (prefix, _) in sides.items():
+            deltas = {seed: round(value - bases[side][seed], 4)
+                      for seed, value in sorted(by_seed(prefix + element).items()) if seed in bases[side]}
+            row[side] = {"deltas": deltas, "mean": round(sum(deltas.values()) / len(deltas), 4) if deltas else None,
+                         "spread": round(max(deltas.values()) - min(deltas.values()), 4) if deltas else None}
+        rows.append(row)
+    return rows
 
 
 def main() -> None:
