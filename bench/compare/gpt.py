@@ -508,7 +508,8 @@ def summary() -> dict:
             return "–"
         return f"{d['mean']:+.3f}" + (f" (± {d['spread'] / 2:.3f})" if len(d["deltas"]) > 1 else " (one seed)")
     for size, rows in out["ablation"].items():
-        print(f"\n| element ({size}) | added to the chapter's recipe | removed from modded-nanogpt's |")
+        print(f"\n| element ({size}; Δ nats/char, mean ± half the seeds' spread) | added to the chapter's recipe | "
+              "removed from modded-nanogpt's |")
         print("|---|---|---|")
         for row in rows:
             print(f"| {row['element']} | {cell(row['added'])} | {cell(row['removed'])} |")
@@ -520,7 +521,9 @@ def ablation(runs: list[dict], steps: int, batch: int) -> list[dict]:
     (``course-with-<element>`` against ``course-linear-muon``) and when it is taken from modded-nanogpt's
     (``modded-without-<element>`` against ``modded``), per seed against the baseline run of the same seed,
     at ``steps`` × ``batch``. A side's baseline rate is the one its element runs used (the optimiser element's
-    runs use the other side's rate units, so they do not vote)."""
+    runs use the other side's rate units, so they do not vote). An element run at several rates (the
+    optimiser, whose best rate on the other model is not the baseline's) counts at the rate of its best
+    seed-0 run, which the row names."""
     runs = [r for r in runs if r["steps"] == steps and r["batch"] == batch and r.get("budget_seconds") is None]
 
     def by_seed(name: str, lr: float | None = None) -> dict[int, float]:
@@ -538,9 +541,13 @@ def ablation(runs: list[dict], steps: int, batch: int) -> list[dict]:
     for element in (*ELEMENTS, "optimiser"):
         row = {"element": element}
         for side, (prefix, _) in sides.items():
+            name = prefix + element
+            rates = sorted({r["lr"] for r in runs if r["recipe"]["name"] == name})
+            rate = min(rates, key=lambda lr: by_seed(name, lr).get(0, math.inf)) if rates else None
             deltas = {seed: round(value - bases[side][seed], 4)
-                      for seed, value in sorted(by_seed(prefix + element).items()) if seed in bases[side]}
-            row[side] = {"deltas": deltas, "mean": round(sum(deltas.values()) / len(deltas), 4) if deltas else None,
+                      for seed, value in sorted(by_seed(name, rate).items()) if seed in bases[side]}
+            row[side] = {"lr": rate, "deltas": deltas,
+                         "mean": round(sum(deltas.values()) / len(deltas), 4) if deltas else None,
                          "spread": round(max(deltas.values()) - min(deltas.values()), 4) if deltas else None}
         rows.append(row)
     return rows
