@@ -326,12 +326,13 @@ def test_the_ablation_table_pairs_each_run_with_its_sides_baseline_of_the_same_s
     runs = [rec("course-linear-muon", 6e-3, 0, 1.60), rec("course-linear-muon", 6e-3, 1, 1.62),
             rec("course-linear-muon", 4e-3, 0, 1.50),  # another rate: not the baseline
             rec("course-with-relu2", 6e-3, 0, 1.58), rec("course-with-relu2", 6e-3, 1, 1.61),
-            rec("course-with-optimiser", 0.25, 0, 1.55), rec("course-with-optimiser", 0.5, 0, 1.57),
-            rec("course-with-optimiser", 0.5, 1, 1.50),  # another rate, worse at seed 0: not counted
+            rec("course-with-optimiser", 0.25, 0, 1.55), rec("course-with-optimiser", 0.25, 1, 1.61),
+            rec("course-with-optimiser", 0.5, 0, 1.57),  # another rate, worse at seed 0: not counted
+            rec("course-with-optimiser", 0.125, 0, 1.52),  # better at seed 0, but one seed only: not counted
             rec("modded", 0.25, 0, 1.50), rec("modded-without-rotary", 0.25, 0, 1.56),
             rec("modded-without-rotary", 0.25, 0, 9.0, steps=2200)]  # another length: not this table
     rows = {row["element"]: row for row in gpt.ablation(runs, 1100, 32)}
     assert rows["relu2"]["added"] == {"lr": 6e-3, "deltas": {0: -0.02, 1: -0.01}, "mean": -0.015, "spread": 0.01}
-    assert rows["optimiser"]["added"]["deltas"] == {0: -0.05} and rows["optimiser"]["added"]["lr"] == 0.25
+    assert rows["optimiser"]["added"]["deltas"] == {0: -0.05, 1: -0.01} and rows["optimiser"]["added"]["lr"] == 0.25
     assert rows["rotary"]["removed"]["deltas"] == {0: 0.06} and rows["rotary"]["added"]["mean"] is None
     assert set(rows) == {*gpt.ELEMENTS, "optimiser"}

@@ -522,8 +522,8 @@ def ablation(runs: list[dict], steps: int, batch: int) -> list[dict]:
     (``modded-without-<element>`` against ``modded``), per seed against the baseline run of the same seed,
     at ``steps`` × ``batch``. A side's baseline rate is the one its element runs used (the optimiser element's
     runs use the other side's rate units, so they do not vote). An element run at several rates (the
-    optimiser, whose best rate on the other model is not the baseline's) counts at the rate of its best
-    seed-0 run, which the row names."""
+    optimiser, whose best rate on the other model is not the baseline's) counts at the rate run with the
+    most seeds, the best seed-0 run among those; the row names it."""
     runs = [r for r in runs if r["steps"] == steps and r["batch"] == batch and r.get("budget_seconds") is None]
 
     def by_seed(name: str, lr: float | None = None) -> dict[int, float]:
@@ -543,7 +543,8 @@ def ablation(runs: list[dict], steps: int, batch: int) -> list[dict]:
         for side, (prefix, _) in sides.items():
             name = prefix + element
             rates = sorted({r["lr"] for r in runs if r["recipe"]["name"] == name})
-            rate = min(rates, key=lambda lr: by_seed(name, lr).get(0, math.inf)) if rates else None
+            rate = min(rates, key=lambda lr: (-len(by_seed(name, lr)), by_seed(name, lr).get(0, math.inf)),
+                       default=None)
             deltas = {seed: round(value - bases[side][seed], 4)
                       for seed, value in sorted(by_seed(name, rate).items()) if seed in bases[side]}
             row[side] = {"lr": rate, "deltas": deltas,
