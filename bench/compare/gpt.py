@@ -278,7 +278,7 @@ def build(recipe: Recipe, vocab_size: int, seed: int = 0
 def optimiser(recipe: Recipe, model: nn.Module, lr: float) -> torch.optim.Optimizer:
     """AdamW with weight decay on the tensors of two or more dimensions (embeddings too unless the recipe says);
     with ``optimiser="muon"``, the chapter's :class:`~dlcourse.gpt.muon.MuonAdamW`: Muon for the weight
-    matrices that are not embeddings, AdamW for the rest."""
+    matrices that are neither embeddings nor an untied head, AdamW for the rest."""
     if recipe.optimiser == "modded":
         return ModdedPair(model, lr)
     embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
