@@ -16,8 +16,9 @@ parameters) on Shakespeare for the same number of steps of the same batches:
   decay 0.1 on every tensor of two or more dimensions, warm-up over 100 steps to the peak then a cosine to a
   tenth of it at the last step, clipping at 1.0, ``F.cross_entropy``.
 
-* **modded-nanogpt** (``--recipe modded``; ``modded-without-<element>`` for the ablation): its record's model and
-  optimisers, re-implemented in ``modded.py``; ``--lr`` multiplies the record's rates. Not yet run here.
+* **modded-nanogpt** (``--recipe modded``): its record's model and optimisers, re-implemented in ``modded.py``;
+  ``--lr`` multiplies the record's rates. The ablation runs ``modded-without-<element>`` and
+  ``course-with-<element>`` (the element grafted onto the chapter's GPT); :func:`ablation` tabulates them.
 
 Both read identical (B, 64) windows drawn once from the training plays (seed 0), in the same order, and are
 scored by one function: the mean next-character loss (63 targets a window) on a fixed sample of 1,024 held-out
@@ -487,9 +488,9 @@ def summary() -> dict:
            "equal_time": [r for r in rows if r["budget_seconds"] is not None]}
     out["ablation"] = {}
     for steps, batch in sorted({(r["steps"], r["batch"]) for r in runs if r.get("budget_seconds") is None}):
-        rows = ablation(runs, steps, batch)
-        if any(row[side]["deltas"] for row in rows for side in ("added", "removed")):
-            out["ablation"][f"{steps}x{batch}"] = rows
+        table = ablation(runs, steps, batch)
+        if any(row[side]["deltas"] for row in table for side in ("added", "removed")):
+            out["ablation"][f"{steps}x{batch}"] = table
     SUMMARY.write_text(json.dumps(out, indent=1) + "\n")
     print("| recipe | peak lr | steps × windows | whole held-out (nats/char) | training s | tokens/s |")
     print("|---|---|---|---|---|---|")
@@ -507,11 +508,11 @@ def summary() -> dict:
         if d["mean"] is None:
             return "–"
         return f"{d['mean']:+.3f}" + (f" (± {d['spread'] / 2:.3f})" if len(d["deltas"]) > 1 else " (one seed)")
-    for size, rows in out["ablation"].items():
+    for size, table in out["ablation"].items():
         print(f"\n| element ({size}; Δ nats/char, mean ± half the seeds' spread) | added to the chapter's recipe | "
               "removed from modded-nanogpt's |")
         print("|---|---|---|")
-        for row in rows:
+        for row in table:
             print(f"| {row['element']} | {cell(row['added'])} | {cell(row['removed'])} |")
     return out
 
