@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import re
 import textwrap
 
@@ -157,7 +158,9 @@ def _record_message(chapter: str, exercise: str, what: str, shown) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     said = "(the visible test passes)" if shown.passed else (shown.message or "").strip()
     slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{exercise}-{what}").strip("-")[:120]
-    (folder / f"{slug}.json").write_text(json.dumps({"exercise": exercise, "mistake": what, "said": said}))
+    partial = folder / f".{slug}.{os.getpid()}.part"  # written whole, then renamed: a reader never meets half a file
+    partial.write_text(json.dumps({"exercise": exercise, "mistake": what, "said": said}))
+    os.replace(partial, folder / f"{slug}.json")
     rows = sorted((json.loads(f.read_text()) for f in folder.glob("*.json")),
                   key=lambda r: (r["exercise"], r["mistake"]))
     lines = [f"# {chapter}: what the visible tests tell each typical mistake", ""]
