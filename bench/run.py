@@ -251,18 +251,27 @@ def pattern_designer_ms(repeats: int = 20, n: int = 128) -> dict[str, float]:
 
 def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
     """Chapter 04: one redraw of the next-token bars for the course GPT (forward pass, filters, HTML bars),
-    and greedy generation with and without the key-value cache."""
-    import safetensors.torch
+    and greedy generation with and without the key-value cache (the solution notebook's ``GPT`` with rotary
+    positions holding the shipped checkpoint, its ``greedy_decode`` and ``greedy_decode_cached``)."""
     import torch
 
     from dlcourse import data, runtime
     from dlcourse.datasets import shakespeare
-    from dlcourse.gpt import lm, sampling
+    from dlcourse.gpt import lm, rotary, sampling
 
+    source = ROOT / "solutions" / "04_gpt_decoding" / "04_gpt_decoding.ipynb"
+    namespace: dict[str, object] = {"lm": lm}
+    exec("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F", namespace)
+    for cell in nbformat.read(source, as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in (
+                "attention_answer", "gpt_answer", "greedy_answer", "cache_answer"):
+            exec(cell.source, namespace)
     torch.set_num_threads(2)
-    state = safetensors.torch.load_file(str(data.bundled("04_shakespeare_gpt")))
-    model = lm.as_gpt2(state, n_head=int(data.manifest()["04_shakespeare_gpt"]["metrics"]["n_head"]))
     tok = shakespeare.char_corpus().tokenizer
+    metrics = data.manifest()["04_shakespeare_gpt"]["metrics"]
+    model = namespace["GPT"](len(tok), *(int(metrics[k]) for k in ("n_positions", "n_embd", "n_layer", "n_head")))
+    data.load_checkpoint("04_shakespeare_gpt", rotary.use_rotary_positions(model))
+    model.eval()
     ids = torch.tensor([tok.encode("ROMEO:\nBut soft, what light through yonder window breaks?\nIt is")])
     times = []
     for i in range(repeats):
@@ -273,9 +282,10 @@ def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
         sampling.next_token_html(sampling.next_token_state(logits, filtered, tok.decode))
         times.append((time.perf_counter() - start) * 1000)
     prompt = ids[:, :8]
-    n_new = model.config.n_positions - prompt.shape[1]
-    generation = {cache: 1000 * runtime.best_time(lambda cache=cache: lm.hf_generate(
-        model, prompt, max_new_tokens=n_new, use_cache=cache, eos_token_id=None)) for cache in (False, True)}
+    n_new = model.n_positions - prompt.shape[1]
+    decode = {False: namespace["greedy_decode"], True: namespace["greedy_decode_cached"]}
+    generation = {cache: 1000 * runtime.best_time(lambda cache=cache: decode[cache](model, prompt, n_new))
+                  for cache in (False, True)}
     return {"sampling_explorer redraw (course GPT), median ms": round(statistics.median(times), 1),
             f"course GPT greedy, {n_new} tokens, without cache, ms": round(generation[False], 1),
             f"course GPT greedy, {n_new} tokens, with cache, ms": round(generation[True], 1)}

@@ -8,6 +8,7 @@ import importlib.util
 import math
 import sys
 
+import nbformat
 import pytest
 import torch
 from conftest import ROOT, solution_notebook
@@ -124,13 +125,17 @@ def _chapter_recipe_cell() -> dict:
 
 
 def test_the_benchmarked_recipe_is_the_chapter_s(gpt):
-    """The chapter's learning rate, warm-up, clipping, schedule and optimizer groups are CHAPTER_RECIPE's."""
+    """The chapter's learning rate, warm-up, clipping, schedule, positions and optimizer groups are
+    CHAPTER_RECIPE's."""
     chapter, recipe = _chapter_recipe_cell(), gpt.CHAPTER_RECIPE
     assert (chapter["WARMUP"], chapter["CLIP"]) == (recipe.warmup, recipe.clip)
     assert any(p.name == f"{recipe.name}-lr{chapter['PEAK_LR']:g}-2200x32.json" for p in gpt.RUNS.iterdir())
     for step in range(2200):
         assert chapter["lr_factor"](step) == pytest.approx(recipe.lr_factor(step, 2200), abs=1e-12), step
-    model = gpt.course_classes()["GPT"](61, 48, 32, 2, 4)
+    builds = [c.source for c in nbformat.read(solution_notebook("04_gpt_decoding"), as_version=4).cells
+              if "gpt = " in c.source and "GPT(**CONFIG)" in c.source]
+    assert len(builds) == 1 and ("rotary.use_rotary_positions(GPT(**CONFIG))" in builds[0]) == recipe.rotary
+    model, _ = gpt.build(recipe, 61)
     ours, theirs = chapter["make_optimizer"](model, 6e-3), gpt.optimiser(recipe, model, 6e-3)
     assert type(ours) is type(theirs)
 

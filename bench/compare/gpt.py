@@ -5,10 +5,12 @@ parameters) on Shakespeare for the same number of steps of the same batches:
 
 * **course**: the model students build in chapter 04 (its classes are taken from the solution notebook, so the
   benchmark follows the chapter) trained as the notebook's pretraining demo trains it (:data:`CHAPTER_RECIPE`,
-  named ``course-linear-muon``): Muon (``dlcourse.gpt.muon``) on the blocks' weight matrices and AdamW (β₂ 0.99)
-  on the rest, weight decay 0.1 on the matrices and embeddings, a 100-step warm-up then a straight line to 0,
-  gradients clipped at 1.0, the loss the student wrote. :data:`COURSE` is the chapter's former recipe (AdamW,
-  warm-up 200, a cosine to a tenth of the peak); :data:`VARIANTS` holds every alternative tried.
+  named ``course-rope``): rotary positions in place of the position table (``dlcourse.gpt.rotary``), Muon
+  (``dlcourse.gpt.muon``) on the blocks' weight matrices and AdamW (β₂ 0.99) on the rest, weight decay 0.1 on the
+  matrices and embeddings, a 100-step warm-up then a straight line to 0, gradients clipped at 1.0, the loss the
+  student wrote. :data:`MUON` (``course-linear-muon``) is the same without rotary positions, the ablation's
+  baseline; :data:`COURSE` is an earlier recipe (AdamW, warm-up 200, a cosine to a tenth of the peak);
+  :data:`VARIANTS` holds every alternative tried.
 * **nanoGPT**: a re-implementation of Karpathy's nanoGPT ``model.py`` and ``train.py`` with the
   ``shakespeare_char`` settings scaled to this size, as its repository describes them: no biases, exact GELU,
   ``F.scaled_dot_product_attention``, weights drawn from N(0, 0.02) with the residual projections scaled by
@@ -181,6 +183,8 @@ class Recipe:
     without: tuple[str, ...] = ()  # the modded model's elements left out (modded.Elements' names)
     graft: tuple[str, ...] = ()  # the modded elements grafted onto the chapter's GPT (model "graft")
     attn_scale: float | None = None  # the modded model's score scale (None: 1/√d, the record's; later ones 0.12)
+    rotary: bool = False  # the chapter's GPT with rotary positions (dlcourse.gpt.rotary) instead of its table
+    zero_projections: bool = False  # the chapter's GPT with its blocks' output projections (c_proj) starting at 0
 
     def lr_factor(self, step: int, steps: int) -> float:
         if self.schedule == "modded":  # constant, then a straight line to 0 over the last 40 % (no warm-up)
@@ -200,7 +204,8 @@ class Recipe:
 COURSE = Recipe("course", "course", warmup=200)  # the chapter's former recipe
 NANOGPT = Recipe("nanogpt", "nanogpt", warmup=100, schedule="nanogpt")
 LINEAR = Recipe("course-linear", "course", warmup=100, floor=0.0, schedule="linear")  # two changes of COURSE
-CHAPTER_RECIPE = replace(LINEAR, name="course-linear-muon", optimiser="muon")  # the chapter's recipe now
+MUON = replace(LINEAR, name="course-linear-muon", optimiser="muon")  # the chapter's recipe before rotary positions
+CHAPTER_RECIPE = replace(MUON, name="course-rope", rotary=True)  # the chapter's recipe now
 # modded-nanogpt's record (bench/compare/modded.py): its model, its optimisers and schedule, no clipping
 MODDED = Recipe("modded", "modded", warmup=0, schedule="modded", loss="fused", clip=0.0, optimiser="modded")
 VARIANTS = {recipe.name: recipe for recipe in [  # the other "course-*" variants each change one thing of COURSE
@@ -212,7 +217,7 @@ VARIANTS = {recipe.name: recipe for recipe in [  # the other "course-*" variants
     replace(COURSE, name="course-linear0", floor=0.0, schedule="linear"),
     replace(COURSE, name="course-beta95", beta2=0.95),
     replace(COURSE, name="course-embeddings-undecayed", decay_embeddings=False),
-    CHAPTER_RECIPE,
+    MUON, CHAPTER_RECIPE,
     replace(NANOGPT, name="nanogpt-muon", optimiser="muon"),  # nanoGPT's model and recipe with Muon
     replace(NANOGPT, name="nanogpt-linear", schedule="linear", floor=0.0),  # the chapter's straight line
     MODDED,
@@ -225,15 +230,17 @@ VARIANTS = {recipe.name: recipe for recipe in [  # the other "course-*" variants
 # straight line to 0, weight decay 0.1, clipping at 1). "--lr" means the record's scale with the record's
 # optimiser, the chapter's peak rate with the chapter's.
 ELEMENTS = ("relu2", "qk_norm", "rotary", "zero_init", "untied", "x0", "value_embeddings", "unet", "softcap")
-GRAFT = replace(CHAPTER_RECIPE, model="graft")
+GRAFT = replace(MUON, model="graft")
 VARIANTS.update({f"modded-without-{name}": replace(MODDED, name=f"modded-without-{name}", without=(name,))
                  for name in ELEMENTS})
 VARIANTS.update({f"course-with-{name}": replace(GRAFT, name=f"course-with-{name}", graft=(name,))
                  for name in ELEMENTS})
 VARIANTS.update({  # the optimiser, both ways
-    "modded-without-optimiser": replace(CHAPTER_RECIPE, name="modded-without-optimiser", model="modded"),
+    "modded-without-optimiser": replace(MUON, name="modded-without-optimiser", model="modded"),
     "course-with-optimiser": replace(MODDED, name="course-with-optimiser", model="graft", loss="course"),
-    "modded-scale0.12": replace(MODDED, name="modded-scale0.12", attn_scale=0.12)})  # later records' fixed scale
+    "modded-scale0.12": replace(MODDED, name="modded-scale0.12", attn_scale=0.12),  # later records' fixed scale
+    # the chapter's recipe (course-rope) with modded's zero-initialised projections as well
+    "course-rope-zero": replace(CHAPTER_RECIPE, name="course-rope-zero", zero_projections=True)})
 
 
 def build(recipe: Recipe, vocab_size: int, seed: int = 0
@@ -256,6 +263,16 @@ def build(recipe: Recipe, vocab_size: int, seed: int = 0
     else:
         course = course_classes()
         model = course["GPT"](vocab_size, **SIZE)
+        if recipe.rotary:
+            from dlcourse.gpt import rotary
+
+            rotary.use_rotary_positions(model)
+        if recipe.zero_projections:  # each block starts as the identity, as modded-nanogpt's do
+            with torch.no_grad():
+                for block in model.h:
+                    for proj in (block.attn.c_proj, block.mlp.c_proj):
+                        proj.weight.zero_()
+                        proj.bias.zero_()
         if recipe.zero_biases:
             with torch.no_grad():
                 for name, p in model.named_parameters():
@@ -536,7 +553,7 @@ def ablation(runs: list[dict], steps: int, batch: int) -> list[dict]:
                  and not r["recipe"]["name"].endswith("-optimiser")]
         return max(set(rates), key=rates.count) if rates else None
 
-    sides = {"added": ("course-with-", CHAPTER_RECIPE.name), "removed": ("modded-without-", MODDED.name)}
+    sides = {"added": ("course-with-", MUON.name), "removed": ("modded-without-", MODDED.name)}
     bases = {side: by_seed(name, base_rate(prefix)) for side, (prefix, name) in sides.items()}
     rows = []
     for element in (*ELEMENTS, "optimiser"):
@@ -565,7 +582,7 @@ def main() -> None:
     many = sub.add_parser("sweep")
     many.add_argument("--grid", type=float, nargs="+", default=[1e-3, 2e-3, 3e-3, 4e-3, 6e-3])
     many.add_argument("--pair", nargs=2, action="append", metavar=("RECIPE", "RIVAL"),
-                      help="recipes trained side by side (default: the chapter's, course-linear-muon, beside nanogpt)")
+                      help="recipes trained side by side (default: the chapter's, course-rope, beside nanogpt)")
     many.add_argument("--again", action="store_true", help="re-run recorded runs too")
     beside = sub.add_parser("beside", help="any runs side by side: --job RECIPE LR, repeated")
     beside.add_argument("--job", nargs=2, action="append", metavar=("RECIPE", "LR"), required=True)
