@@ -11,7 +11,7 @@
    only its owner can open; a new account gets a random password, written to ``<root>/passwords.csv`` (mode
    600) for the instructor to hand out; an account that exists keeps its password;
 2. the repository locked to the instructor: everything at its top but the course's environment, package,
-   data, models and release (``OPEN``) loses its permissions for group and others — ``solutions/``,
+   data, models, release and guides (``OPEN``) loses its permissions for group and others — ``solutions/``,
    ``autograder/`` with the gradebook and the submissions, ``tests/``, ``.git`` — and so does the grading
    folder; a student's account then proves it can import the course and cannot read ``solutions/``;
 3. the exchange (``<root>/exchange``, nbgrader's folder exchange, with the course's folders made by the
@@ -51,7 +51,7 @@ STUDENT_SETTINGS = ROOT / "deploy" / "hub" / "student"  # nbgrader's and Jupyter
 PROXY = ROOT / ".hub" / "node_modules" / ".bin" / "configurable-http-proxy"
 DEFAULT_ROOT = Path("/srv/dlcourse")
 # What a student's server reads in the repository; everything else at its top is the instructor's alone.
-OPEN = (".venv", *STUDENT_PATHS, "README.md", "LICENSE")
+OPEN = (".venv", *STUDENT_PATHS, "README.md", "docs", "LICENSE")  # docs/: the guides the README links to
 COURSE_ID = "dlcourse"  # nbgrader's course id, as in autograder/nbgrader_config.py and deploy/hub/student/
 UNIX_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 FIRST_UID = 1000  # below: system accounts (login.defs' UID_MIN); a roster id that names one is refused

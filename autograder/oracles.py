@@ -410,7 +410,7 @@ def problems(exercises: dict[str, list[str]], path: Path = DECLARATIONS) -> list
 
 
 def markdown(path: Path = DECLARATIONS, shown: int = 5) -> str:
-    """The README's table of what each exercise's answer may not use (``python autograder/oracles.py``):
+    """The Instructors' guide's table of what each exercise's answer may not use (``python autograder/oracles.py``):
     the first ``shown`` refused names of each exercise; ``oracles.toml`` lists them all."""
     lines = ["| exercise | checked against | the answer may not use | operators refused at run time | why |",
              "|---|---|---|---|---|"]

@@ -57,7 +57,7 @@ KERNEL_NAME = "dlcourse"
 # What students receive: no solutions/, no autograder/, no tests/.
 BUNDLE_ITEMS = ["README.md", "Makefile", "requirements.txt", "requirements-student.txt", "environment.yml",
                 "pyproject.toml", "LICENSE",
-                "dlcourse", "course", "data", "deploy/lab"]
+                "dlcourse", "course", "data", "deploy/lab", "docs"]  # docs/: the guides the README links to
 
 
 class PipelineError(RuntimeError):
@@ -968,7 +968,8 @@ def similarity_summary(chapters_graded: list[str]) -> list[str]:
 
 
 def bundle(out: Path | None = None) -> Path:
-    """The student bundle: course/, the package, data, set-up files and README. No solutions, no tests."""
+    """The student bundle: course/, the package, data, set-up files, the README and its guides. No solutions, no
+    tests."""
     out = out or ROOT / "dist" / "dlcourse-student.zip"
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:

@@ -128,8 +128,8 @@ def _value(value: float, stated: str) -> str:
 
 def spread_table(results: dict) -> str:
     """Markdown: per chapter, every claim whose full-mode runs gave different values (the text's number, the
-    runs' range), and how many gave the same value in every run; what the README shows under "How much the
-    numbers move"."""
+    runs' range), and how many gave the same value in every run; what the Maintainers' guide shows under "How
+    much the numbers move"."""
     lines = ["| chapter | claim | the text | full-mode runs: lowest – highest | runs |",
              "|---|---|---|---|---|"]
     steady = []

@@ -113,14 +113,14 @@ def test_the_spread_table_lists_what_moved_and_counts_what_did_not():
     assert "count" not in table.split("\n\n")[0] and table.rstrip().endswith("02: 1.")
 
 
-def test_the_readme_shows_the_spread_the_full_runs_recorded():
+def test_the_maintainers_guide_shows_the_spread_the_full_runs_recorded():
     full_runs = _full_runs()
     recorded = json.loads((ROOT / "bench" / "results" / "full-runs.json").read_text())
-    readme = (ROOT / "README.md").read_text()
-    shown = readme.split("<!-- full-runs table:", 1)[1].split("-->", 1)[1]
+    guide = (ROOT / "docs" / "guides" / "maintainers.md").read_text()
+    shown = guide.split("<!-- full-runs table:", 1)[1].split("-->", 1)[1]
     shown = shown.split("<!-- end of the full-runs table -->")[0]
     assert shown.strip() == full_runs.spread_table(recorded).strip(), \
-        "the README's spread table is not bench/results/full-runs.json's: run `bench/full_runs.py --table`"
+        "the Maintainers' guide's spread table is not bench/results/full-runs.json's: run `bench/full_runs.py --table`"
     assert all(not run["errors"] for entry in recorded["chapters"].values() for run in entry["runs"].values()), \
         "a full-mode run recorded an error"
 

@@ -251,8 +251,10 @@ if __name__ == "__main__":
     main(sys.argv[1:])
 
 
-def test_the_readme_counts_the_catalogue_as_it_is():
+def test_the_students_guide_counts_the_catalogue_as_it_is():
     total = sum(len(wrongs) for chapter in CHAPTERS for wrongs in load_mistakes(chapter).values())
-    said = re.search(r"Every one of the\s+([\d,]+)\s+typical mistakes", (ROOT / "README.md").read_text())
-    assert said, "the README no longer says how many typical mistakes the catalogue holds"
-    assert int(said.group(1).replace(",", "")) == total, f"the README says {said.group(1)}, the catalogue holds {total}"
+    guide = (ROOT / "docs" / "guides" / "students.md").read_text()
+    said = re.search(r"Every one of the\s+([\d,]+)\s+typical mistakes", guide)
+    assert said, "the Students' guide no longer says how many typical mistakes the catalogue holds"
+    assert int(said.group(1).replace(",", "")) == total, (f"the Students' guide says {said.group(1)}, the catalogue "
+                                                         f"holds {total}")

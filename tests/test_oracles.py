@@ -161,9 +161,10 @@ def test_a_malformed_operator_list_is_a_clear_error(tmp_path):
             oracles.load(bad)
 
 
-def test_the_readme_says_what_each_answer_may_not_use():
-    readme = (ROOT / "README.md").read_text()
-    assert oracles.markdown() in readme, "README's table is out of date: python autograder/oracles.py prints it"
+def test_the_instructors_guide_says_what_each_answer_may_not_use():
+    guide = (ROOT / "docs" / "guides" / "instructors.md").read_text()
+    assert oracles.markdown() in guide, ("the Instructors' guide's table is out of date: python autograder/oracles.py "
+                                         "prints it")
 
 
 # --------------------------------------------------------------------------------- the static check

@@ -220,7 +220,8 @@ def test_the_makefile_s_student_targets_call_the_student_commands():
                             ("setup", "-m dlcourse fetch")]:
         body = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
         assert body and command in body.group(1), f"make {target} does not run `python {command}`"
-    assert json.dumps("python -m dlcourse setup")[1:-1] in (ROOT / "README.md").read_text()
+    for page in ("README.md", "docs/guides/students.md"):
+        assert json.dumps("python -m dlcourse setup")[1:-1] in (ROOT / page).read_text(), page
 
 
 def test_kernel_sockets_fit_the_length_of_a_socket_path_under_a_deep_home(tmp_path):

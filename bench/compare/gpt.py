@@ -37,7 +37,7 @@ follows the clock.
     python bench/compare/gpt.py summary        # the table, from the recorded runs
 
 Runs are kept one file each in ``bench/results/compare-gpt/``; ``summary`` writes
-``bench/results/compare-gpt.json`` and prints the README's table.
+``bench/results/compare-gpt.json`` and prints the Maintainers' guide's tables (docs/guides/maintainers.md).
 """
 
 from __future__ import annotations
