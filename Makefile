@@ -22,7 +22,7 @@ ARGS   ?=
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(min(8, (os.cpu_count() or 1) + 1))')
 
 
-.PHONY: instructor-only help setup lab lecture formgrader validate test test-fast check lint release autograde feedback grades zip-collect similarity bundle gradescope hub hub-release hub-collect hub-feedback bench gpu-check checkpoints clean-grading html
+.PHONY: instructor-only help setup lab lecture formgrader validate test test-fast check lint release autograde feedback grades zip-collect similarity bundle gradescope hub hub-release hub-collect hub-feedback bench gpu-check checkpoints clean-grading html site
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -157,6 +157,9 @@ gradescope: instructor-only ## dist/gradescope/<CH>.zip, Gradescope's autograder
 
 html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy; the pages work offline (CDN=1: scripts from the internet)
 	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast) $(if $(CDN),--cdn) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
+
+site: instructor-only setup ## the course's website in build/site/ (index.html opens from disk, offline): the students' chapters as make html executed them (a chapter it has not executed is executed first, FAST mode; FULL=1 for full mode), the four guides, navigation and search (CH=… for some chapters)
+	$(PY) autograder/website.py $(if $(CH),--chapter $(CH)) $(if $(FULL),--full)
 
 gpu-check: instructor-only setup ## on a machine with an NVIDIA GPU: every chapter in full mode on the GPU and its reference answers graded with the kernel there; time, peak GPU memory, errors and claims per chapter in bench/results/gpu.json (without CUDA it says so and exits 0)
 	$(PY) bench/gpu.py $(CH)

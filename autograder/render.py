@@ -6,7 +6,9 @@ Two copies come out of one execution of each chapter's source notebook:
 * ``<out>/instructor/<chapter>.html`` — the source notebook as executed: answers, hidden tests, model answers.
 * ``<out>/students/<chapter>.html`` — the release's cells (answer stubs, visible tests only, no model answers)
   with the outputs the executed source produced for the same cells. It shows what a student sees after
-  *Run All* with correct answers, and gives nothing away.
+  *Run All* with correct answers, and gives nothing away. The same notebook is kept beside it,
+  ``<out>/students/<chapter>.ipynb``, with its widget state: ``make site`` (``autograder/website.py``) builds the
+  course's website from it.
 
 The pages work offline: the scripts that draw the widgets from their saved state and typeset the maths are
 copied into ``<out>/static/`` (fetched once by ``make setup``, see ``autograder/offline.py``) and loaded from
@@ -102,9 +104,11 @@ def render(chapters: list[str], out: Path, fast: bool, cdn: bool = False,
             print(f"NOT rendered: {err}", file=sys.stderr, flush=True)
             failed.append(str(err))
             continue
-        for who, nb in (("instructor", executed), ("students", student_copy(executed, chapter))):
+        students = student_copy(executed, chapter)
+        for who, nb in (("instructor", executed), ("students", students)):
             (out / who).mkdir(parents=True, exist_ok=True)
             (out / who / f"{chapter}.html").write_text(to_html(nb, scripts), encoding="utf-8")
+        nbformat.write(students, out / "students" / f"{chapter}.ipynb")  # the executed copy make site reads
         done.append((chapter, seconds))
         print(f"rendered {chapter} ({'FAST' if fast else 'full'} mode, executed in {seconds:.0f} s)", flush=True)
     mode = "FAST mode" if fast else "full mode"

@@ -37,7 +37,8 @@ DISTRIBUTIONS = {"sklearn": "scikit-learn", "PIL": "matplotlib", "IPython": "ipy
                  "jupyter_core": "jupyter-client"}
 NOT_NEEDED_BY_STUDENTS = {"threadpoolctl", "jupytext", "jupyterlab-deck", "jupyterlab-fonts",
                           "jupyterhub", "dask", "distributed", "pytest", "pytest-xdist", "ruff",
-                          "playwright", "colorspacious"}
+                          "playwright", "colorspacious",
+                          "sphinx", "myst-parser", "myst-nb", "sphinx-book-theme", "pydata-sphinx-theme"}  # make site
 
 
 def test_the_student_requirements_are_the_course_pins():
