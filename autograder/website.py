@@ -183,6 +183,15 @@ def stage(names: list[str], executed: Path, source: Path) -> Path:
     return source
 
 
+def stale(names: list[str], executed: Path) -> list[str]:
+    """The chapters whose executed copy no longer has the release's cells (the chapter changed since make html)."""
+    def cells(path: Path) -> list[str]:
+        return [c.source for c in nbformat.read(path, as_version=4).cells]
+
+    return [n for n in names if (executed / "students" / f"{n}.ipynb").is_file()
+            and cells(executed / "students" / f"{n}.ipynb") != cells(COURSE / n / f"{n}.ipynb")]
+
+
 def build(names: list[str], executed: Path = EXECUTED, out: Path = OUT, full: bool = False) -> Path:
     """Execute the chapters make html has not (FAST mode unless ``full``), stage the project, run Sphinx;
     returns the folder with index.html."""
@@ -192,7 +201,14 @@ def build(names: list[str], executed: Path = EXECUTED, out: Path = OUT, full: bo
 
         print(f"executing {len(missing)} chapter(s) make html has not ({'full' if full else 'FAST'} mode): "
               + " ".join(missing), flush=True)
-        render.render(missing, executed, fast=not full)
+        try:
+            render.render(missing, executed, fast=not full)
+        except render.RenderError as err:  # a chapter that did not execute: the site is not built without it
+            raise SiteError(f"{err}\nthe site needs every chapter it lists: fix it, or leave it out with "
+                            "--chapter") from None
+    for name in stale(names, executed):
+        print(f"warning: the executed copy of {name} is older than course/ (its cells differ): the site shows the "
+              f"old text; `make html CH={name}` (FAST=1 for FAST mode) executes it again", file=sys.stderr)
     source = stage(names, executed, out.parent / f"{out.name}-source")
     shutil.rmtree(out, ignore_errors=True)
     done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", "auto", str(source), str(out)],
@@ -210,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     names = args.chapter or chapters()
+    unknown = [name for name in names if name not in chapters()]
+    if unknown:
+        print(f"no chapter {', '.join(unknown)} under course/ (the chapters: {', '.join(chapters())})", file=sys.stderr)
+        return 2
     start = time.perf_counter()
     try:
         out = build(names, args.executed, args.out, args.full)

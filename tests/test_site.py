@@ -43,6 +43,13 @@ def test_a_guide_s_link_to_a_chapter_becomes_a_link_to_its_page(tmp_path):
     executed.mkdir(parents=True)
     for name in website.chapters():
         shutil.copy2(ROOT / "course" / name / f"{name}.ipynb", executed / f"{name}.ipynb")
+    assert website.stale(website.chapters(), tmp_path / "html") == []
+    import nbformat
+
+    changed = nbformat.read(executed / "03_bert_mlm.ipynb", as_version=4)
+    changed.cells[0].source += "\nA sentence the release no longer has."
+    nbformat.write(changed, executed / "03_bert_mlm.ipynb")
+    assert website.stale(website.chapters(), tmp_path / "html") == ["03_bert_mlm"]  # make html ran before an edit
     source = website.stage(website.chapters(), tmp_path / "html", tmp_path / "source")
     students = (source / "guides" / "students.md").read_text()
     assert "](../chapters/00_welcome.ipynb)" in students and "../../course/" not in students
