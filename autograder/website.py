@@ -225,10 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executed", type=Path, default=EXECUTED, help="make html's output folder")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    names = args.chapter or chapters()
-    unknown = [name for name in names if name not in chapters()]
+    known = chapters()
+    names = args.chapter or known
+    unknown = [name for name in names if name not in known]
     if unknown:
-        print(f"no chapter {', '.join(unknown)} under course/ (the chapters: {', '.join(chapters())})", file=sys.stderr)
+        print(f"no chapter {', '.join(unknown)} under course/ (the chapters: {', '.join(known)})", file=sys.stderr)
         return 2
     start = time.perf_counter()
     try:

@@ -249,6 +249,17 @@ def pattern_designer_ms(repeats: int = 20, n: int = 128) -> dict[str, float]:
     return {"pattern_designer redraw (n = 128), median ms": round(statistics.median(times), 1)}
 
 
+def solution_answers(chapter: str, grade_ids: tuple[str, ...], **names: object) -> dict[str, object]:
+    """What the solution notebook's answer cells ``grade_ids`` define, run in order after the notebooks' usual
+    imports (math, torch, nn, F) and ``names``."""
+    namespace: dict[str, object] = dict(names)
+    exec("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F", namespace)
+    for cell in nbformat.read(ROOT / "solutions" / chapter / f"{chapter}.ipynb", as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in grade_ids:
+            exec(cell.source, namespace)
+    return namespace
+
+
 def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
     """Chapter 04: one redraw of the next-token bars for the course GPT (forward pass, filters, HTML bars),
     and greedy generation with and without the key-value cache (the solution notebook's ``GPT`` with rotary
@@ -259,13 +270,8 @@ def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
     from dlcourse.datasets import shakespeare
     from dlcourse.gpt import lm, rotary, sampling
 
-    source = ROOT / "solutions" / "04_gpt_decoding" / "04_gpt_decoding.ipynb"
-    namespace: dict[str, object] = {"lm": lm}
-    exec("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F", namespace)
-    for cell in nbformat.read(source, as_version=4).cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") in (
-                "attention_answer", "gpt_answer", "greedy_answer", "cache_answer"):
-            exec(cell.source, namespace)
+    namespace = solution_answers("04_gpt_decoding", ("attention_answer", "gpt_answer", "greedy_answer",
+                                                     "cache_answer"), lm=lm)
     torch.set_num_threads(2)
     tok = shakespeare.char_corpus().tokenizer
     metrics = data.manifest()["04_shakespeare_gpt"]["metrics"]
@@ -304,14 +310,8 @@ def t5_widgets_ms(repeats: int = 20) -> dict[str, float]:
     from dlcourse.t5 import train as t5
     from dlcourse.t5 import widgets as wt5
 
-    source = ROOT / "solutions" / "05_t5" / "05_t5.ipynb"
-    namespace: dict[str, object] = {}
-    exec("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F", namespace)
-    for cell in nbformat.read(source, as_version=4).cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") in (
-                "noise_answer", "corrupt_answer", "shift_answer", "bucket_answer", "masks_answer", "block_answer",
-                "model_answer"):
-            exec(cell.source, namespace)
+    namespace = solution_answers("05_t5", ("noise_answer", "corrupt_answer", "shift_answer", "bucket_answer",
+                                           "masks_answer", "block_answer", "model_answer"))
     torch.set_num_threads(2)
     vocab = t5.vocab()
     size = {"vocab_size": len(vocab), **t5.DEMO_SIZE}
@@ -343,12 +343,7 @@ def sparse_attention_costs() -> dict[str, float]:
 
     from dlcourse.sparse import measure as sparse
 
-    source = ROOT / "solutions" / "09_sparse_attention" / "09_sparse_attention.ipynb"
-    namespace: dict[str, object] = {}
-    exec("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F", namespace)
-    for cell in nbformat.read(source, as_version=4).cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") in ("masks_answer", "banded_answer"):
-            exec(cell.source, namespace)
+    namespace = solution_answers("09_sparse_attention", ("masks_answer", "banded_answer"))
     window_mask, attention = namespace["window_mask"], namespace["sliding_window_attention"]
     w = 256
     methods = {"dense": lambda q, k, v: sparse.dense_attention(q, k, v, window_mask(q.shape[-2], w)),
