@@ -145,7 +145,7 @@ hub-feedback: instructor-only setup ## make feedback, and return the chapter's f
 
 similarity: instructor-only setup ## which submissions look copied: every pair compared per answer cell and whole notebook, and each against the solution and an archive of earlier terms (CH=07_gan; ARCHIVE=folder of <term>/<student>/<chapter>.ipynb; THRESHOLD=0.7); autograder/similarity/<CH>/similarity.html and .csv; changes no grade
 	@test -n "$(CH)" || { echo "say which chapter: make similarity CH=07_gan"; exit 2; }
-	$(PY) autograder/similarity.py $(CH) $(if $(ARCHIVE),--archive $(ARCHIVE)) $(if $(THRESHOLD),--threshold $(THRESHOLD))
+	$(PIPELINE) similarity $(CH) $(if $(ARCHIVE),--archive $(ARCHIVE)) $(if $(THRESHOLD),--threshold $(THRESHOLD))
 
 bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (no solutions, no hidden tests)
 	$(PIPELINE) bundle

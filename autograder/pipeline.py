@@ -31,6 +31,7 @@ import zipfile
 from collections.abc import Iterable
 from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from course_preprocessors import MODEL_ANSWER_TAG
@@ -952,16 +953,33 @@ def zip_collect(chapter: str) -> list[str]:
     return [sid for sid, ch in submissions(chapter=chapter)]
 
 
+def similarity_report(chapter: str, archive: Path | None = None, threshold: float = 0.7,
+                      public: list[str] | None = None, out: Path | None = None) -> tuple[Any, Path] | None:
+    """The similarity report of the chapter's submissions under the grading folder (:mod:`similarity`), written
+    to ``out`` (default ``<grading folder>/similarity/<chapter>/``): (report, folder), or None with fewer than two
+    submissions to compare."""
+    import similarity
+
+    submitted = {s: SUBMITTED / s / c / f"{c}.ipynb" for s, c in submissions(chapter=chapter)}
+    submitted = {s: p for s, p in submitted.items() if p.exists()}
+    if len(submitted) < 2:
+        return None
+    solution = next(iter(sorted((SOLUTIONS / chapter).glob("*.ipynb"))), None)
+    out = out or GRADING / "similarity" / chapter
+    return similarity.run(chapter, submitted, out, solution, archive, threshold, public), out
+
+
 def similarity_summary(chapters_graded: list[str]) -> list[str]:
     """After grading: per chapter, how many pairs of notebooks look alike, the most alike, and where the report is
-    (:mod:`similarity`; ``make similarity`` for its options). A report that cannot be made is a line, never an
-    error: grading is done by then."""
+    (``make similarity`` for its options). A report that cannot be made is a line, never an error: grading is
+    done by then."""
+    import similarity
+
     lines = []
     for chapter in chapters_graded:
         try:
-            import similarity
-
-            lines.append(similarity.summary(chapter))
+            made = similarity_report(chapter)
+            lines.append(similarity.summary(*made) if made else "")
         except Exception as error:  # noqa: BLE001
             lines.append(f"similarity, {chapter}: no report ({type(error).__name__}: {error})")
     return [line for line in lines if line]
@@ -1038,6 +1056,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--missing", default=os.environ.get("MISSING") or "blank", choices=("blank", "zero"),
                    help="a chapter a student did not hand in: left blank (default) or 0")
     sub.add_parser("bundle", help="dist/dlcourse-student.zip")
+    p = sub.add_parser("similarity", help="which submissions look copied (similarity.py): a report per chapter")
+    p.add_argument("chapter")
+    p.add_argument("--archive", type=Path, help="earlier terms' submissions: <anything>/<chapter>.ipynb")
+    p.add_argument("--threshold", type=float, default=0.7)
+    p.add_argument("--public", action="append", help="a module whose code counts as given (repeatable; default: "
+                                                     "the chapter's list in similarity.PUBLIC)")
+    p.add_argument("--out", type=Path, help="default: <grading folder>/similarity/<chapter>/")
     p = sub.add_parser("zip-collect", help="file an LMS's bulk download under submitted/")
     p.add_argument("--chapter", required=True)
     args = parser.parse_args(argv)
@@ -1113,6 +1138,17 @@ def main(argv: list[str] | None = None) -> int:
             filed = zip_collect(args.chapter)
             print(f"{len(filed)} submission(s) of {args.chapter} under {SUBMITTED}/ ({', '.join(filed)}); "
                   f"next: make autograde CH={args.chapter}")
+        elif args.command == "similarity":
+            import similarity
+
+            chapters(args.chapter)  # a mistyped chapter: one line, nothing written
+            if args.archive and not args.archive.is_dir():
+                raise PipelineError(f"ARCHIVE={args.archive} is not a folder")
+            made = similarity_report(args.chapter, args.archive, args.threshold, args.public, args.out)
+            if made is None:
+                print(f"fewer than two submissions of {args.chapter} under {SUBMITTED}: nothing to compare")
+            for line in similarity.lines(*made) if made else []:
+                print(line)
         elif args.command == "bundle":
             print(f"student bundle: {bundle().relative_to(ROOT)}")
     except PipelineError as err:

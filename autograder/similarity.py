@@ -1,7 +1,10 @@
 """Which submissions look copied: every pair compared, answer cell by answer cell and whole notebook.
 
-    python autograder/similarity.py CHAPTER [--archive DIR] [--threshold 0.7] [--public MODULE] [--out DIR]
     make similarity CH=CHAPTER [ARCHIVE=DIR] [THRESHOLD=0.7]
+    python autograder/pipeline.py similarity CHAPTER [--archive DIR] [--threshold 0.7] [--public MODULE] [--out DIR]
+
+This module compares notebooks it is given; the grading folder's submissions are found by :mod:`pipeline`
+(``similarity_report``), which calls it.
 
 Nothing here changes a grade: the report ranks pairs for a person to read.
 
@@ -42,7 +45,6 @@ weights, the archive does.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import copy
 import csv
@@ -53,7 +55,6 @@ import io
 import keyword
 import math
 import statistics
-import sys
 import tokenize
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -62,11 +63,7 @@ from pathlib import Path
 
 import nbformat
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import pipeline  # noqa: E402
-
+COURSE = Path(__file__).resolve().parent.parent / "course"  # the released chapters (pipeline.COURSE)
 K = 4  # tokens per fingerprint
 FLOOR = 0.5  # an answer is weighed as at least this share of the exercise's median answer weight
 # the public code each chapter's text points students to (its docstrings name these functions): read, and so
@@ -268,7 +265,7 @@ def answers_of(notebook: Path, who: str, exercises: list[str]) -> dict[str, Answ
 
 
 def exercises_of(chapter: str) -> list[str]:
-    (release,) = sorted((pipeline.COURSE / chapter).glob("*.ipynb"))
+    (release,) = sorted((COURSE / chapter).glob("*.ipynb"))
     return [c.metadata["nbgrader"]["grade_id"].removesuffix("_answer") for c in nbformat.read(release, 4).cells
             if c.metadata.get("nbgrader", {}).get("solution")]
 
@@ -304,7 +301,7 @@ def compare(chapter: str, submitted: dict[str, Path], solution: Path | None = No
     """Every pair of ``submitted`` notebooks (student → path), and each against ``solution`` and ``archive``.
     ``public``: modules whose code counts as given (default: :data:`PUBLIC` for the chapter)."""
     exercises = exercises_of(chapter)
-    (release,) = sorted((pipeline.COURSE / chapter).glob("*.ipynb"))
+    (release,) = sorted((COURSE / chapter).glob("*.ipynb"))
     library = public_fingerprints(PUBLIC.get(chapter, []) if public is None else public)
     given = {e: set(a.prints) | library
              for e, a in _fingerprinted(answers_of(release, "release", exercises)).items()}
@@ -475,65 +472,31 @@ def archive_notebooks(folder: Path, chapter: str) -> dict[str, Path]:
     return found
 
 
-def run(chapter: str, archive: Path | None = None, threshold: float = 0.7, public: list[str] | None = None,
-        out: Path | None = None) -> tuple[Report, Path] | None:
-    """The report for the chapter's submissions under the grading folder, written; None with fewer than two."""
-    submitted = {s: pipeline.SUBMITTED / s / c / f"{c}.ipynb" for s, c in pipeline.submissions(chapter=chapter)}
-    submitted = {s: p for s, p in submitted.items() if p.exists()}
-    if len(submitted) < 2:
-        return None
-    solution = next(iter(sorted((pipeline.SOLUTIONS / chapter).glob("*.ipynb"))), None)
+def run(chapter: str, submitted: dict[str, Path], out: Path, solution: Path | None = None,
+        archive: Path | None = None, threshold: float = 0.7, public: list[str] | None = None) -> Report:
+    """:func:`compare` the ``submitted`` notebooks (student → path) with each other, the solution and the
+    archive's (a folder, read by :func:`archive_notebooks`), and write ``similarity.csv`` and ``similarity.html``
+    into ``out``."""
     report = compare(chapter, submitted, solution, archive_notebooks(archive, chapter) if archive else None,
                      threshold, public)
-    out = out or pipeline.GRADING / "similarity" / chapter
     out.mkdir(parents=True, exist_ok=True)
     write_csv(report, out / "similarity.csv")
     write_html(report, out / "similarity.html")
-    return report, out
+    return report
 
 
-def summary(chapter: str) -> str:
+def summary(report: Report, out: Path) -> str:
     """One line for the end of ``make autograde``: the notebooks that look alike, and the report."""
-    made = run(chapter)
-    if made is None:
-        return ""
-    report, out = made
     flagged = [p for p in report.pairs if p.exercise == "notebook" and p.score >= report.threshold]
     top = f" (most alike: {flagged[0].a} / {flagged[0].b}, {flagged[0].score:.2f})" if flagged else ""
-    return (f"similarity, {chapter}: {len(flagged)} pair(s) of notebooks at or above {report.threshold:.2f}{top}; "
-            f"report: {out / 'similarity.html'}")
+    return (f"similarity, {report.chapter}: {len(flagged)} pair(s) of notebooks at or above "
+            f"{report.threshold:.2f}{top}; report: {out / 'similarity.html'}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="similarity.py", description=__doc__.split("\n")[0])
-    parser.add_argument("chapter")
-    parser.add_argument("--archive", type=Path, help="earlier terms' submissions: <anything>/<chapter>.ipynb")
-    parser.add_argument("--threshold", type=float, default=0.7)
-    parser.add_argument("--public", action="append", help="a module whose code counts as given (repeatable; "
-                                                          "default: the chapter's list in PUBLIC)")
-    parser.add_argument("--out", type=Path, help="default: autograder/similarity/<chapter>/")
-    args = parser.parse_args(argv)
-    try:
-        pipeline.chapters(args.chapter)
-    except pipeline.PipelineError as error:  # a mistyped chapter: one line, nothing written
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if args.archive and not args.archive.is_dir():
-        print(f"error: ARCHIVE={args.archive} is not a folder", file=sys.stderr)
-        return 2
-    made = run(args.chapter, args.archive, args.threshold, args.public, args.out)
-    if made is None:
-        print(f"fewer than two submissions of {args.chapter} under {pipeline.SUBMITTED}: nothing to compare")
-        return 0
-    report, out = made
-    submitted = report.students
+def lines(report: Report, out: Path, most: int = 10) -> list[str]:
+    """What ``make similarity`` prints: the count, the report's place, and the ``most`` highest comparisons."""
     flagged = [p for p in report.pairs if p.score >= report.threshold]
-    print(f"{args.chapter}: {len(submitted)} submissions, {len(flagged)} comparisons at or above "
-          f"{report.threshold:.2f}; report: {out / 'similarity.html'}")
-    for p in flagged[:10]:
-        print(f"  {p.score:.2f}  {p.exercise:<10} {p.a} / {p.b}" + ("" if p.kind == "pair" else f"  ({p.kind})"))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    said = [f"{report.chapter}: {len(report.students)} submissions, {len(flagged)} comparisons at or above "
+            f"{report.threshold:.2f}; report: {out / 'similarity.html'}"]
+    return said + [f"  {p.score:.2f}  {p.exercise:<10} {p.a} / {p.b}" + ("" if p.kind == "pair" else f"  ({p.kind})")
+                   for p in flagged[:most]]

@@ -17,7 +17,8 @@ import re
 
 import nbformat
 import pytest
-import similarity  # autograder/ is on sys.path (see conftest)
+import pipeline  # autograder/ is on sys.path (see conftest)
+import similarity
 from conftest import ROOT
 from kernel import released_notebook
 
@@ -273,32 +274,32 @@ def test_answers_normalise_away_names_comments_prints_and_order():
 
 def test_make_similarity_reads_the_grading_folder_and_writes_both_files(report, monkeypatch, capsys):
     _, root, _ = report
-    monkeypatch.setattr(similarity.pipeline, "SUBMITTED", root / "submitted")
-    monkeypatch.setattr(similarity.pipeline, "GRADING", root)
-    assert similarity.main([CHAPTER, "--archive", str(root / "archive")]) == 0
+    monkeypatch.setattr(pipeline, "SUBMITTED", root / "submitted")
+    monkeypatch.setattr(pipeline, "GRADING", root)
+    assert pipeline.main(["similarity", CHAPTER, "--archive", str(root / "archive")]) == 0
     said = capsys.readouterr().out
     assert f"{CHAPTER}: 30 submissions" in said and "p_renamed" in said
     assert (root / "similarity" / CHAPTER / "similarity.html").exists()
     assert (root / "similarity" / CHAPTER / "similarity.csv").exists()
-    monkeypatch.setattr(similarity.pipeline, "SUBMITTED", root / "nothing-here")
-    assert similarity.main([CHAPTER]) == 0 and "nothing to compare" in capsys.readouterr().out
+    monkeypatch.setattr(pipeline, "SUBMITTED", root / "nothing-here")
+    assert pipeline.main(["similarity", CHAPTER]) == 0 and "nothing to compare" in capsys.readouterr().out
     assert "similarity:" in (ROOT / "Makefile").read_text()
 
 
 def test_autograde_ends_with_a_line_per_chapter_and_a_mistake_is_one_line(report, monkeypatch, capsys):
     _, root, _ = report
-    monkeypatch.setattr(similarity.pipeline, "SUBMITTED", root / "submitted")
-    monkeypatch.setattr(similarity.pipeline, "GRADING", root)
-    (line,) = similarity.pipeline.similarity_summary([CHAPTER])
+    monkeypatch.setattr(pipeline, "SUBMITTED", root / "submitted")
+    monkeypatch.setattr(pipeline, "GRADING", root)
+    (line,) = pipeline.similarity_summary([CHAPTER])
     assert line.startswith(f"similarity, {CHAPTER}: ") and "pair(s) of notebooks at or above 0.70" in line
     assert "most alike: p_" in line and str(root / "similarity" / CHAPTER / "similarity.html") in line
-    assert similarity.pipeline.similarity_summary(["no_such_chapter"]) == []  # no submissions: nothing to say
+    assert pipeline.similarity_summary(["no_such_chapter"]) == []  # no submissions: nothing to say
 
     def broken(*args, **kwargs):
         raise ValueError("a notebook nobody can read")
 
     monkeypatch.setattr(similarity, "compare", broken)  # a report that fails is a line; grading is done by then
-    assert similarity.pipeline.similarity_summary([CHAPTER]) == [
+    assert pipeline.similarity_summary([CHAPTER]) == [
         f"similarity, {CHAPTER}: no report (ValueError: a notebook nobody can read)"]
-    assert similarity.main(["00_welcom"]) == 2 and "no chapter" in capsys.readouterr().err
-    assert similarity.main([CHAPTER, "--archive", str(root / "nowhere")]) == 2
+    assert pipeline.main(["similarity", "00_welcom"]) == 2 and "no chapter" in capsys.readouterr().err
+    assert pipeline.main(["similarity", CHAPTER, "--archive", str(root / "nowhere")]) == 2
