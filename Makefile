@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 CH     ?=
 UNSAFE ?=
 HIDDEN ?=
-PIPELINE := $(PY) autograder/pipeline.py
+PIPELINE := $(PY) autograder/bookkeeping/pipeline.py
 # Jupyter refuses to run as root without --allow-root (containers, some lab machines); ARGS go to jupyter lab.
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 ARGS   ?=
@@ -47,11 +47,11 @@ setup: $(STAMP) ## create .venv, install pinned packages, kernel, nbgrader exten
 	@# (pip itself takes about a second to start: it runs only while the package is there)
 	@! ls -d $(VENV)/lib/python*/site-packages/rfc3987_syntax* >/dev/null 2>&1 || \
 	  $(PY) -m pip uninstall --quiet --yes rfc3987-syntax >/dev/null 2>&1 || true
-	@if [ -f autograder/offline.py ]; then $(PY) autograder/offline.py fetch || \
+	@if [ -f autograder/bookkeeping/offline.py ]; then $(PY) autograder/bookkeeping/offline.py fetch || \
 	  echo "make html will need CDN=1 (its pages will load their scripts from the internet)"; fi
-	@if [ -f autograder/sandbox.py ]; then $(PY) autograder/sandbox.py check || true; fi
+	@if [ -f autograder/core/sandbox.py ]; then $(PY) autograder/core/sandbox.py check || true; fi
 	@# make hub's proxy (JupyterHub's configurable-http-proxy is a Node.js program, from the npm registry)
-	@[ ! -f autograder/hub.py ] || test -x .hub/node_modules/.bin/configurable-http-proxy || \
+	@[ ! -f autograder/platforms/hub.py ] || test -x .hub/node_modules/.bin/configurable-http-proxy || \
 	  { command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix .hub \
 	    configurable-http-proxy@5.3.0 >/dev/null 2>&1; } || \
 	  echo "no configurable-http-proxy (needs Node.js and npm): make hub will not start"
@@ -69,7 +69,7 @@ $(STAMP): requirements.txt pyproject.toml
 	  --env HF_HUB_OFFLINE 1 --env HF_DATASETS_OFFLINE 1 >/dev/null
 	@$(BIN)/jupyter labextension enable nbgrader >/dev/null 2>&1 || true
 	@$(BIN)/jupyter labextension disable "@jupyterlab/apputils-extension:announcements" >/dev/null 2>&1 || true
-	@# jupytext is here for autograder/nbtext.py; the course's notebooks are .ipynb, so its JupyterLab parts stay off
+	@# jupytext is here for autograder/bookkeeping/nbtext.py; the course's notebooks are .ipynb, so its JupyterLab parts stay off
 	@$(BIN)/jupyter labextension disable jupyterlab-jupytext >/dev/null 2>&1 || true
 	@rm -f $(VENV)/etc/jupyter/jupyter_server_config.d/jupytext.json $(VENV)/etc/jupyter/jupyter_notebook_config.d/jupytext.json
 	@touch $(STAMP)
@@ -79,7 +79,7 @@ lab: setup ## JupyterLab on course/ with the course kernel, nbgrader's Validate 
 
 lecture: instructor-only setup ## teach a chapter: JupyterLab on lecture/CH/, a copy of the chapter with every answer and slide metadata, never written back into solutions/; lecture mode: shipped results, a long demo runs when its RUN_LIVE switch is on (CH=04_gpt_decoding; PROJECTOR=1.6 enlarges figures and widgets)
 	@test -n "$(CH)" || { echo "say which chapter: make lecture CH=04_gpt_decoding"; exit 2; }
-	@$(PY) autograder/lecture.py prepare --chapter $(CH)
+	@$(PY) autograder/bookkeeping/lecture.py prepare --chapter $(CH)
 	@$(if $(AS_ROOT),echo "WARNING: running as root: JupyterLab is started with --allow-root; its kernels can change anything on this machine")
 	DLCOURSE_LECTURE=1 DLCOURSE_PRESENTATION=$(PROJECTOR) $(BIN)/jupyter lab --ServerApp.root_dir=lecture/$(CH) \
 	  --ServerApp.default_url=/lab/tree/$(CH).ipynb $(AS_ROOT) \
@@ -127,21 +127,21 @@ zip-collect: instructor-only setup ## file an LMS's bulk download under autograd
 	$(PIPELINE) zip-collect --chapter $(CH)
 
 hub: instructor-only setup ## a JupyterHub for the class on this machine: an account per roster id (ROSTER=autograder/roster.csv), the repository closed to students, nbgrader's exchange in HUB_ROOT (default /srv/dlcourse), INSTRUCTOR=instructor its admin; as root; HUB_IP=0.0.0.0 HUB_PORT=8000 SSL_CERT= SSL_KEY= for HTTPS
-	$(PY) autograder/hub.py start $(if $(ROSTER),--roster $(ROSTER)) $(if $(HUB_ROOT),--root $(HUB_ROOT)) \
+	$(PY) autograder/platforms/hub.py start $(if $(ROSTER),--roster $(ROSTER)) $(if $(HUB_ROOT),--root $(HUB_ROOT)) \
 	  $(if $(HUB_IP),--ip $(HUB_IP)) $(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(INSTRUCTOR),--instructor $(INSTRUCTOR)) \
 	  $(if $(SSL_CERT),--ssl-cert $(SSL_CERT)) $(if $(SSL_KEY),--ssl-key $(SSL_KEY))
 
 hub-release: instructor-only setup ## put a released chapter on the hub's exchange, for students to fetch (CH=00_welcome)
 	@test -n "$(CH)" || { echo "say which chapter: make hub-release CH=00_welcome"; exit 2; }
-	$(PY) autograder/hub.py release --chapter $(CH) $(if $(HUB_ROOT),--root $(HUB_ROOT))
+	$(PY) autograder/platforms/hub.py release --chapter $(CH) $(if $(HUB_ROOT),--root $(HUB_ROOT))
 
 hub-collect: instructor-only setup ## bring the chapter's submissions from the hub's exchange into autograder/submitted/ (CH=00_welcome); then make autograde
 	@test -n "$(CH)" || { echo "say which chapter: make hub-collect CH=00_welcome"; exit 2; }
-	$(PY) autograder/hub.py collect --chapter $(CH) $(if $(HUB_ROOT),--root $(HUB_ROOT))
+	$(PY) autograder/platforms/hub.py collect --chapter $(CH) $(if $(HUB_ROOT),--root $(HUB_ROOT))
 
 hub-feedback: instructor-only setup ## make feedback, and return the chapter's feedback to students through the hub's exchange (CH=00_welcome)
 	@test -n "$(CH)" || { echo "say which chapter: make hub-feedback CH=00_welcome"; exit 2; }
-	$(PY) autograder/hub.py feedback --chapter $(CH) $(if $(HUB_ROOT),--root $(HUB_ROOT))
+	$(PY) autograder/platforms/hub.py feedback --chapter $(CH) $(if $(HUB_ROOT),--root $(HUB_ROOT))
 
 similarity: instructor-only setup ## which submissions look copied: every pair compared per answer cell and whole notebook, and each against the solution and an archive of earlier terms (CH=07_gan; ARCHIVE=folder of <term>/<student>/<chapter>.ipynb; THRESHOLD=0.7); autograder/similarity/<CH>/similarity.html and .csv; changes no grade
 	@test -n "$(CH)" || { echo "say which chapter: make similarity CH=07_gan"; exit 2; }
@@ -153,13 +153,13 @@ bundle: instructor-only setup ## dist/dlcourse-student.zip: what students get (n
 gradescope: instructor-only ## dist/gradescope/<CH>.zip, Gradescope's autograder for a chapter (CH=07_gan; HIDDEN=after_published, after_due_date, visible or hidden: when students see the hidden tests' results)
 	@test -x $(PY) || { echo "run 'make setup' first"; exit 1; }
 	@test -n "$(CH)" || { echo "say which chapter: make gradescope CH=07_gan"; exit 2; }
-	$(PY) autograder/gradescope.py build --chapter $(CH) $(if $(HIDDEN),--hidden $(HIDDEN))
+	$(PY) autograder/platforms/gradescope.py build --chapter $(CH) $(if $(HIDDEN),--hidden $(HIDDEN))
 
 html: instructor-only setup ## every chapter executed (full mode; FAST=1 for a quick one) as HTML under build/html/, a students' copy without solutions and an instructor's copy; the pages work offline (CDN=1: scripts from the internet)
-	$(PY) autograder/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast) $(if $(CDN),--cdn) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
+	$(PY) autograder/bookkeeping/render.py $(if $(CH),--chapter $(CH)) $(if $(FAST),--fast) $(if $(CDN),--cdn) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
 
 site: instructor-only setup ## the course's website in build/site/ (index.html opens from disk, offline): the students' chapters as make html executed them (a chapter it has not executed is executed first, FAST mode; FULL=1 for full mode), the four guides, navigation and search (CH=… for some chapters)
-	$(PY) autograder/website.py $(if $(CH),--chapter $(CH)) $(if $(FULL),--full)
+	$(PY) autograder/bookkeeping/website.py $(if $(CH),--chapter $(CH)) $(if $(FULL),--full)
 
 gpu-check: instructor-only setup ## on a machine with an NVIDIA GPU: every chapter in full mode on the GPU and its reference answers graded with the kernel there; time, peak GPU memory, errors and claims per chapter in bench/results/gpu.json (without CUDA it says so and exits 0)
 	$(PY) bench/gpu.py $(CH)
@@ -184,7 +184,7 @@ checkpoints: instructor-only setup ## retrain the checkpoints in data/ in full m
 	@for ch in $(if $(CH),$(CH),$(CHECKPOINT_CHAPTERS)); do \
 	  echo "training the checkpoint of $$ch (full mode; the executed copy goes to build/checkpoints-$$ch.ipynb)"; \
 	  mkdir -p build; \
-	  DLCOURSE_FAST=0 DLCOURSE_SAVE_CHECKPOINTS=1 $(PY) autograder/kernels.py solutions/$$ch/$$ch.ipynb \
+	  DLCOURSE_FAST=0 DLCOURSE_SAVE_CHECKPOINTS=1 $(PY) autograder/bookkeeping/kernels.py solutions/$$ch/$$ch.ipynb \
 	    --timeout 1200 --out build/checkpoints-$$ch.ipynb || exit 1; \
 	done
 	@$(PY) -c 'import json; [print(k, v.get("metrics")) for k, v in json.load(open("data/manifest.json")).items()]'

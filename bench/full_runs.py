@@ -75,8 +75,7 @@ def full_mode(path: Path, env: dict[str, str], timeout: float = CELL_TIMEOUT_S,
     """Execute ``path`` in full mode with ``env`` added to this process's environment (the kernel inherits it),
     the cells ``extra`` after the chapter's and :data:`READ_BACK` last: :func:`read_run`'s record with the wall
     time, and the executed notebook. A cell that raises is recorded and the run goes on to the end."""
-    sys.path.insert(0, str(ROOT / "autograder"))
-    from kernels import SteadyNotebookClient, UnixSocketKernelManager
+    from autograder.bookkeeping.kernels import SteadyNotebookClient, UnixSocketKernelManager
 
     os.environ.update({"DLCOURSE_FAST": "0", **env})
     nb = nbformat.read(path, as_version=4)

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "autograder"), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 RESULTS = ROOT / "bench" / "results" / "gpu.json"
 PEAK = "GPU-PEAK-BYTES:"
 READ_PEAK = ("import torch as _torch\n"
@@ -59,8 +59,7 @@ def _mib(value: int | None) -> float | None:
 def graded_on_gpu(chapter: str, device: str = "cuda") -> dict:
     """The reference answers graded by the trusted grader, the student's kernel on ``device``: seconds, and every
     test that lost points (none expected)."""
-    import grade
-    import sandbox
+    from autograder.core import grade, sandbox
 
     os.environ.update({"DLCOURSE_DEVICE": device})
     source = ROOT / "solutions" / chapter / f"{chapter}.ipynb"

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "autograder")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 OUT = ROOT / "bench" / "results"
 
 from test_pipeline import _mutants, _save, answers_from_solution, submission  # noqa: E402
@@ -61,14 +61,15 @@ def make_class(root: Path, n: int, mixed: bool, seed: int = 0) -> dict[str, str]
 def sync(root: Path) -> None:
     """Record the chapters in the class's gradebook, as the first ``make autograde`` after a release does."""
     env = dict(os.environ, DLCOURSE_GRADING_DIR=str(root))
-    subprocess.run([sys.executable, "-c", "import pipeline; pipeline.sync_gradebook()"], env=env, check=True,
-                   cwd=ROOT / "autograder", capture_output=True)
+    subprocess.run([sys.executable, "-c", "from autograder.bookkeeping import pipeline; pipeline.sync_gradebook()"],
+                   env=env, check=True, cwd=ROOT, capture_output=True)
 
 
 def grade_class(root: Path, jobs: int, scheduler: str | None = None, cell_timeout: int = 120) -> dict:
     """Run `pipeline.py autograde --force` over the class; wall time, scores and the gradebook's row count."""
     env = dict(os.environ, DLCOURSE_GRADING_DIR=str(root), DLCOURSE_CELL_TIMEOUT=str(cell_timeout))
-    cmd = [sys.executable, str(ROOT / "autograder" / "pipeline.py"), "autograde", "--force", "--jobs", str(jobs)]
+    cmd = [sys.executable, str(ROOT / "autograder" / "bookkeeping" / "pipeline.py"), "autograde", "--force", "--jobs",
+           str(jobs)]
     if scheduler:
         cmd += ["--scheduler", scheduler]
     start = time.perf_counter()

@@ -28,10 +28,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "autograder")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 
-import lecture  # noqa: E402
 from browser import Lab, NotebookPage, lab_in_browser, unavailable  # noqa: E402
+
+from autograder.bookkeeping import lecture  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "lecture.json"
 TARGETS_S = {"first_usable_s": 15.0, "last_usable_s": 60.0}

@@ -26,8 +26,8 @@ RUN_LOG = "DLCOURSE_RUN_LOG"  # dlcourse.training.RUN_LOG: where training runs r
 
 def notebook_seconds(path: Path, fast: bool, run_log: Path | None = None) -> float:
     """Wall time of executing the notebook top to bottom; its training runs go to ``run_log`` when given."""
-    sys.path.insert(0, str(ROOT / "autograder"))
-    from kernels import run_notebook
+    sys.path.insert(0, str(ROOT))
+    from autograder.bookkeeping.kernels import run_notebook
 
     before = {name: os.environ.get(name) for name in ("DLCOURSE_FAST", RUN_LOG)}
     os.environ["DLCOURSE_FAST"] = "1" if fast else "0"  # the kernel inherits this process's environment
@@ -65,9 +65,8 @@ def grading_seconds(chapter: str) -> dict[str, float]:
     """One reference submission graded two ways, FAST mode: hidden tests run inside the student's kernel
     (the solution notebook executed as is) against the trusted grader (sandboxed kernel, tests in the
     grader through proxies). Both include starting the kernel."""
-    sys.path.insert(0, str(ROOT / "autograder"))
-    import grade
-    import sandbox
+    sys.path.insert(0, str(ROOT))
+    from autograder.core import grade, sandbox
 
     source = ROOT / "solutions" / chapter / f"{chapter}.ipynb"
     release = ROOT / "course" / chapter / f"{chapter}.ipynb"

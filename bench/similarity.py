@@ -24,9 +24,9 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "autograder"))
+sys.path.insert(0, str(ROOT))
 
-import similarity  # noqa: E402
+from autograder.bookkeeping import similarity  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "similarity.json"
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "autograder")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 OUT = ROOT / "bench" / "results"
 
 from kernel import reference_answers, released_notebook  # noqa: E402
@@ -82,10 +82,11 @@ def our_course(root: Path, chapter: str, n: int) -> list[str]:
         folder.mkdir(parents=True)
         nbformat.write(released_notebook(chapter, answers), folder / f"{chapter}.ipynb")
     if not (root / "gradebook.db").exists():
-        subprocess.run([sys.executable, "-c", "import pipeline; pipeline.sync_gradebook()"],
-                       cwd=ROOT / "autograder", env=_env(DLCOURSE_GRADING_DIR=str(root)), check=True,
+        subprocess.run([sys.executable, "-c", "from autograder.bookkeeping import pipeline; pipeline.sync_gradebook()"],
+                       cwd=ROOT, env=_env(DLCOURSE_GRADING_DIR=str(root)), check=True,
                        capture_output=True)
-    return [sys.executable, str(ROOT / "autograder" / "pipeline.py"), "autograde", "--chapter", chapter, "--force",
+    return [sys.executable, str(ROOT / "autograder" / "bookkeeping" / "pipeline.py"), "autograde", "--chapter",
+            chapter, "--force",
             "--jobs", "1"]
 
 

@@ -1,5 +1,6 @@
 """Kernels that talk to their client over Unix sockets, and a kernel client that does not miss a reply: what
-``make validate`` (:mod:`dlcourse.validate`) and the course's notebook runners (``autograder/kernels.py``) share.
+``make validate`` (:mod:`dlcourse.validate`) and the course's notebook runners
+(``autograder/bookkeeping/kernels.py``) share.
 
 A kernel started the usual way listens on five TCP ports its manager picked at random a moment before; on a
 busy machine (a class graded in parallel, a test suite on several workers) another process can take one of them

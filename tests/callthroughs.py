@@ -1,7 +1,7 @@
 """Planted call-throughs: one per chapter, each a complete answer cell that earns the points of its exercise by
 calling the exercise's own oracle (or the library function it is checked against), spelled so that the runtime
-guards of the hidden tests do not see it. The grader's static check (autograder/oracles.py, with the
-declarations in autograder/oracles.toml) must flag every one of them (tests/test_oracles.py). Each source
+guards of the hidden tests do not see it. The grader's static check (autograder/core/oracles.py, with the
+declarations in autograder/core/oracles.toml) must flag every one of them (tests/test_oracles.py). Each source
 defines the same names, with the same signatures, as the reference answer cell.
 
 CALLTHROUGH maps chapter folder -> (exercise, answer cell source).

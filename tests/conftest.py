@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PIPELINE = ROOT / "autograder" / "bookkeeping" / "pipeline.py"  # the instructor's pipeline, run as make runs it
 
-sys.path.insert(0, str(ROOT / "autograder"))
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # Each test worker (pytest -n) gets its share of the cores for its own torch and BLAS work (the hidden tests and
-# their oracles run here, in the grader's place), as the grader's worker processes do (autograder/parallel.py): two
+# their oracles run here, in the grader's place), as the grader's worker processes do (autograder/core/parallel.py): two
 # workers with two threads each on two cores make OpenMP's waiting threads spin against the other worker's, and
 # measured that way chapter 04's tests took more than twice the CPU time. Where a test asks for more threads
 # (tests/test_pipeline_chapters.py grades with two), OpenMP's idle threads sleep instead of spinning: the same
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Processes a test starts inherit both settings unless the test says otherwise; a run without workers, or a
 # setting made outside, is left alone.
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
-    from parallel import threads_per_job
+    from autograder.core.parallel import threads_per_job
 
     os.environ.setdefault("OMP_NUM_THREADS", str(threads_per_job(int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -44,15 +45,15 @@ class TrustedSession:
     """A chapter's solution notebook as the grader runs it: cells in a sandboxed kernel, tests in this process.
 
     Every code cell runs (``skip`` False), or only those grading runs: the cells the release does not mark as
-    ones nothing graded needs (autograder/needs.py; ``skip`` True, the grader's default). ``runs`` holds
+    ones nothing graded needs (autograder/core/needs.py; ``skip`` True, the grader's default). ``runs`` holds
     (cell, what the kernel reported) for each cell the kernel ran, in order: its errors and its stderr.
     """
 
     def __init__(self, chapter: str, skip: bool = False) -> None:
         import nbformat
-        import needs
-        import sandbox
-        from trusted import GradingKernel, prelude_of
+
+        from autograder.core import needs, sandbox
+        from autograder.core.trusted import GradingKernel, prelude_of
 
         self.chapter = chapter
         source = nbformat.read(solution_notebook(chapter), as_version=4)

@@ -1,5 +1,5 @@
 """The course's own pages against WCAG 2.1 AA, checked by axe-core (pinned; ``make setup`` fetches it with the
-offline scripts, ``autograder/offline.py``) in the system's Chromium.
+offline scripts, ``autograder/bookkeeping/offline.py``) in the system's Chromium.
 
 Checked: every chapter's page as ``make html`` writes it (FAST mode; the students' and the instructor's copy, with
 the widgets drawn from their saved state and the maths typeset), and the instructor's pages this course writes —
@@ -11,13 +11,16 @@ MathML for screen readers.
 
 from __future__ import annotations
 
-import analytics  # autograder/ is on sys.path (see conftest)
-import offline
 import pytest
 from browser import chromium, unavailable
 from conftest import CHAPTERS, ROOT
 from test_analytics import _class
 from test_similarity import report  # noqa: F401 — the planted class's similarity report (a fixture)
+
+from autograder.bookkeeping import (
+    analytics,  # the repository is on sys.path (see conftest)
+    offline,
+)
 
 pytestmark = [pytest.mark.notebook, pytest.mark.xdist_group("accessibility")]
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -108,7 +111,7 @@ def test_every_chapters_page_has_no_serious_violation_and_every_figure_a_text_al
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "render.py"), "--chapter", chapter,
+    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "bookkeeping" / "render.py"), "--chapter", chapter,
                            "--fast", "--out", str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     problems = []

@@ -1,4 +1,4 @@
-"""Class analytics (``autograder/analytics.py``): the numbers on each chapter's page are the class's own."""
+"""Class analytics (``autograder/bookkeeping/analytics.py``): the numbers on each chapter's page are the class's own."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import json
 import re
 from datetime import UTC, datetime
 
-import analytics  # autograder/ is on sys.path (see conftest)
-import export
-import policy
+from autograder.bookkeeping import (
+    analytics,  # the repository is on sys.path (see conftest)
+    export,
+    policy,
+)
 
 
 def _class(tmp_path):

@@ -12,8 +12,8 @@ chapter 00's short training still draws its live loss plot here.
 
 Then, from the keyboard alone, each view's first control reachable with Tab is moved (arrows, Space, Enter as
 :meth:`browser.NotebookPage.by_keyboard` says) and the picture must change, with the focus visible; and axe-core
-(pinned, ``autograder/offline.py``) checks the page against WCAG 2.1 A/AA with every widget drawn. The course's
-content — cell outputs and Markdown — may have no serious or critical violation but those in
+(pinned, ``autograder/bookkeeping/offline.py``) checks the page against WCAG 2.1 A/AA with every widget drawn. The
+course's content — cell outputs and Markdown — may have no serious or critical violation but those in
 :data:`COURSE_KNOWN`; JupyterLab's own interface only those in :data:`JUPYTERLAB_KNOWN`; each entry says why, and
 anything else fails, so a new violation is seen.
 
@@ -30,12 +30,13 @@ import shutil
 from pathlib import Path
 
 import nbformat
-import offline  # autograder/ is on sys.path (see conftest)
 import pytest
 from browser import NotebookPage, in_a_page, lab_in_browser, unavailable
 from conftest import CHAPTERS, ROOT
 from jupyter_core.paths import jupyter_runtime_dir
 from test_lecture import lecture_copy_to_run, lecture_run_problems
+
+from autograder.bookkeeping import offline  # the repository is on sys.path (see conftest)
 
 pytestmark = [pytest.mark.notebook, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 SHOTS = ROOT / "build" / "browser"
@@ -57,7 +58,7 @@ JUPYTERLAB_KNOWN = {
 COURSE_KNOWN = {
     ("aria-input-field-name", "noUi-handle"): "ipywidgets 8.1.9 draws a slider's handle with its value but no name "
     "(the description is the label beside it) and gives Python no way to add one; make html's pages name it "
-    "(autograder/templates/html/offline)",
+    "(autograder/bookkeeping/templates/html/offline)",
 }
 
 

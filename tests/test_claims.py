@@ -16,8 +16,8 @@ import re
 import nbformat
 import pytest
 from conftest import CHAPTERS, solution_notebook
-from course_preprocessors import MODEL_ANSWER_TAG
 
+from autograder.bookkeeping.course_preprocessors import MODEL_ANSWER_TAG
 from dlcourse import claims
 
 READ_BACK = ("import json as _json\nfrom dataclasses import asdict as _asdict\nfrom dlcourse import claims as _claims\n"

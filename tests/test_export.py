@@ -16,12 +16,11 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import export
-import policy
 import pytest
-import roster
 from conftest import ROOT
-from policy import Rule, days_late, penalty
+
+from autograder.bookkeeping import export, policy, roster
+from autograder.bookkeeping.policy import Rule, days_late, penalty
 
 CH0, CH1 = "00_welcome", "01_seq2seq_attention"
 # nbgrader's own session handling, when a submission is added through its API
@@ -330,7 +329,7 @@ def test_bad_arguments_write_nothing(tmp_path):
 
 def test_grades_command_end_to_end(tmp_path, monkeypatch, capsys):
     """``pipeline.py grades --format canvas`` on a gradebook: the roster synced in, a bad roster refused."""
-    import pipeline
+    from autograder.bookkeeping import pipeline
 
     url = gradebook(tmp_path)
     (tmp_path / "results").mkdir()

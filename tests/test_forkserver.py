@@ -1,4 +1,4 @@
-"""Kernels forked from the fork server (autograder/forkserver.py, dlcourse/grading/zygote.py) are as walled
+"""Kernels forked from the fork server (autograder/core/forkserver.py, dlcourse/grading/zygote.py) are as walled
 off as kernels started on their own: from the machine, from the server and from each other.
 
 Two kernels of one server run side by side; each probe runs in one of them and tries to reach the other or
@@ -16,9 +16,8 @@ import pytest
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("trusted")]
 
-import forkserver  # noqa: E402  (autograder/ is on sys.path, see conftest)
-import sandbox  # noqa: E402
-from trusted import GradingKernel  # noqa: E402
+from autograder.core import forkserver, sandbox  # noqa: E402  (the repository is on sys.path, see conftest)
+from autograder.core.trusted import GradingKernel  # noqa: E402
 
 AVAILABLE, WHY = sandbox.bwrap_available()
 ENV = {"OMP_NUM_THREADS": "1", "DLCOURSE_TEST": "forkserver"}  # a server of this module's own

@@ -1,4 +1,4 @@
-"""The Gradescope package (autograder/gradescope.py, `make gradescope`), run the way Gradescope runs it.
+"""The Gradescope package (autograder/platforms/gradescope.py, `make gradescope`), run the way Gradescope runs it.
 
 For two chapters the zip is built once, unpacked into a temporary ``/autograder``-like tree, ``setup.sh`` runs
 against this machine's environment (nothing is installed or downloaded) and ``run_autograder`` grades a right,
@@ -31,9 +31,8 @@ from kernel import reference_answers, released_notebook
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("gradescope")]
 
-import grade  # noqa: E402  (autograder/ is on sys.path, see conftest)
-import gradescope  # noqa: E402
-import sandbox  # noqa: E402
+from autograder.core import grade, sandbox  # noqa: E402  (the repository is on sys.path, see conftest)
+from autograder.platforms import gradescope  # noqa: E402
 
 CHAPTERS = {"00_welcome": "after_published", "10_optimizers_schedulers": "after_due_date"}
 KINDS = ("right", "wrong", "flagged", "damaged")
@@ -171,7 +170,8 @@ def trees(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")
     made = {}
     for chapter, hidden in CHAPTERS.items():
-        subprocess.run([sys.executable, str(ROOT / "autograder" / "gradescope.py"), "build", "--chapter", chapter,
+        subprocess.run([sys.executable, str(ROOT / "autograder" / "platforms" / "gradescope.py"), "build", "--chapter",
+                        chapter,
                         "--hidden", hidden, "--out", str(out)], check=True, capture_output=True, text=True)
         made[chapter] = Tree(chapter, out / f"{chapter}.zip")
     for tree in made.values():
@@ -235,7 +235,7 @@ def test_the_zip_has_gradescopes_layout_and_setup_runs_here(trees):
         assert "already installed" in tree.setup.stdout and "sandbox" in tree.setup.stdout
         assert {"setup.sh", "run_autograder", "gradescope.json", "requirements.txt"} <= set(tree.names)
         assert f"course/{chapter}/{chapter}.ipynb" in tree.names
-        assert f"solutions/{chapter}/{chapter}.ipynb" in tree.names and "autograder/grade.py" in tree.names
+        assert f"solutions/{chapter}/{chapter}.ipynb" in tree.names and "autograder/core/grade.py" in tree.names
         assert not [n for n in tree.names if n.startswith(("solutions/", "course/")) and chapter not in n]
         source = tree.root / "source"
         for script in ("setup.sh", "run_autograder"):
@@ -365,7 +365,7 @@ def test_results_name_flagged_exercises_and_hide_hidden_lines():
 
 
 def test_a_kernel_run_as_an_unprivileged_user_cannot_enter_a_root_only_folder(tmp_path):
-    from trusted import GradingKernel
+    from autograder.core.trusted import GradingKernel
 
     ok, why = sandbox.user_switch_available()
     assert ok, why

@@ -2,9 +2,10 @@
 escape hatches (flags.escape_hatches) and hidden-test markers (grade.strip_markers)."""
 
 import pytest
-from flags import escape_hatches
-from grade import strip_markers
-from rewiring import tampering
+
+from autograder.core.flags import escape_hatches
+from autograder.core.grade import strip_markers
+from autograder.core.rewiring import tampering
 
 
 @pytest.mark.parametrize("source", [

@@ -6,8 +6,9 @@ import time
 from pathlib import Path
 
 import nbformat
-from kernels import UnixSocketKernelManager  # autograder/ is on sys.path (conftest)
 from nbclient import NotebookClient
+
+from autograder.bookkeeping.kernels import UnixSocketKernelManager  # the repository is on sys.path (see conftest)
 
 
 def test_a_notebook_runs_on_a_kernel_without_tcp_ports_and_leaves_no_socket_behind(tmp_path):
@@ -35,7 +36,7 @@ def test_each_manager_has_its_own_connection_file():
 
 
 def test_run_notebook_writes_the_executed_copy_and_names_the_cell_that_failed(tmp_path):
-    from kernels import NotebookFailed, main, run_notebook
+    from autograder.bookkeeping.kernels import NotebookFailed, main, run_notebook
 
     good = tmp_path / "good.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os; print(os.getcwd())")]), good)
@@ -63,7 +64,7 @@ def test_cells_that_draw_into_output_widgets_do_not_wait_out_their_time_limit(tm
     """nbclient's plain client can miss a cell's reply while it syncs an Output widget back to the kernel and
     then sleeps until the cell's time limit: 40 such cells at a 15-s limit took 32 s and 47 s in two runs, with
     gaps of exactly 15 s; the steady client takes about 3 s."""
-    from kernels import SteadyNotebookClient
+    from autograder.bookkeeping.kernels import SteadyNotebookClient
 
     draw = ("o = W.Output()\ndisplay(o)\no.clear_output(wait=True)\nwith o:\n    display(HTML('<b>x</b>' * 2000))\n"
             "o.clear_output(wait=True)\nwith o:\n    print('y' * 5000)\n")
@@ -84,7 +85,7 @@ def test_output_widgets_need_no_stored_widget_state():
     """Without store_widget_state nbclient records no widget, yet its Output-widget hook writes the outputs it
     captured into that record (a KeyError ended chapter 04's full-mode run at the beam-tree widget). The
     steady client hands such a write a throwaway record, and still records nothing."""
-    from kernels import SteadyNotebookClient
+    from autograder.bookkeeping.kernels import SteadyNotebookClient
 
     client = SteadyNotebookClient(nbformat.v4.new_notebook(), kernel_name="dlcourse")
     client.reset_execution_trackers()

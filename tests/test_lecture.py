@@ -9,10 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import lecture  # autograder/ is on sys.path (conftest)
 import nbformat
 import pytest
 from conftest import CHAPTERS, ROOT
+
+from autograder.bookkeeping import lecture  # the repository is on sys.path (see conftest)
 
 CHAPTER = "00_welcome"
 
@@ -24,7 +25,8 @@ def _sha(path) -> str:
 def test_the_copy_has_the_answers_and_slides_and_solutions_stay_untouched(tmp_path):
     source = ROOT / "solutions" / CHAPTER / f"{CHAPTER}.ipynb"
     before = _sha(source)
-    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "lecture.py"), "prepare", "--chapter", CHAPTER,
+    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "bookkeeping" / "lecture.py"), "prepare",
+                           "--chapter", CHAPTER,
                            "--root", str(tmp_path / "lecture")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "a lecture copy was made" in done.stdout, done.stdout + done.stderr
     copy = nbformat.read(tmp_path / "lecture" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
@@ -40,7 +42,8 @@ def test_the_copy_has_the_answers_and_slides_and_solutions_stay_untouched(tmp_pa
             assert kind == "slide"
     hidden = [c for c in nbformat.read(source, as_version=4).cells if lecture.is_hidden_test(c)]
     assert hidden and len(copy.cells) == len(nbformat.read(source, as_version=4).cells) - len(hidden)
-    unknown = subprocess.run([sys.executable, str(ROOT / "autograder" / "lecture.py"), "prepare", "--chapter",
+    unknown = subprocess.run([sys.executable, str(ROOT / "autograder" / "bookkeeping" / "lecture.py"), "prepare",
+                              "--chapter",
                               "99_nothing", "--root", str(tmp_path / "lecture")], capture_output=True, text=True)
     assert unknown.returncode != 0 and CHAPTER in unknown.stderr
 
@@ -135,7 +138,7 @@ def test_every_chapter_runs_in_lecture_mode_with_its_long_demos_switched_off(tmp
     if browser.unavailable() is None:
         pytest.skip("run and checked in JupyterLab by tests/test_browser.py::"
                     "test_chapter_runs_in_the_browser_and_every_widget_responds")
-    from kernels import run_notebook
+    from autograder.bookkeeping.kernels import run_notebook
 
     for name in ("DLCOURSE_FAST", "NBGRADER_EXECUTION", "DLCOURSE_RETRAIN", "DLCOURSE_SAVE_CHECKPOINTS"):
         monkeypatch.delenv(name, raising=False)

@@ -1,5 +1,5 @@
-"""The text form of a source notebook (jupytext's percent format, autograder/nbtext.py) converts back to the very
-same notebook, and text a person writes becomes the notebook it says."""
+"""The text form of a source notebook (jupytext's percent format, autograder/bookkeeping/nbtext.py) converts back
+to the very same notebook, and text a person writes becomes the notebook it says."""
 
 import json
 import subprocess
@@ -9,8 +9,8 @@ import nbformat
 import pytest
 from conftest import CHAPTERS, ROOT, solution_notebook
 
-sys.path.insert(0, str(ROOT / "autograder"))
-import nbtext  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from autograder.bookkeeping import nbtext  # noqa: E402
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -79,12 +79,14 @@ def test_an_edit_in_the_text_reaches_the_notebook_and_bad_text_is_refused():
 
 def test_the_command_line_round_trip(tmp_path):
     source = solution_notebook(CHAPTERS[0])
-    text = subprocess.run([sys.executable, str(ROOT / "autograder" / "nbtext.py"), "text", str(source)],
+    text = subprocess.run([sys.executable, str(ROOT / "autograder" / "bookkeeping" / "nbtext.py"), "text", str(source)],
                           capture_output=True, text=True, check=True).stdout
     (tmp_path / "ch.py").write_text(text)
-    subprocess.run([sys.executable, str(ROOT / "autograder" / "nbtext.py"), "notebook", str(tmp_path / "ch.py"),
+    subprocess.run([sys.executable, str(ROOT / "autograder" / "bookkeeping" / "nbtext.py"), "notebook",
+                    str(tmp_path / "ch.py"),
                     str(tmp_path / "ch.ipynb")], check=True)
     assert json.loads((tmp_path / "ch.ipynb").read_text()) == json.loads(source.read_text())
-    bad = subprocess.run([sys.executable, str(ROOT / "autograder" / "nbtext.py"), "text"], capture_output=True,
+    bad = subprocess.run([sys.executable, str(ROOT / "autograder" / "bookkeeping" / "nbtext.py"), "text"],
+                         capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "usage" in bad.stderr

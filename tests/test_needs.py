@@ -1,4 +1,4 @@
-"""Which cells grading runs (autograder/needs.py): the static decision, the release's marks, and a student's
+"""Which cells grading runs (autograder/core/needs.py): the static decision, the release's marks, and a student's
 code bringing a demo cell back. That grading with the marked cells left out gives the same scores as running
 every cell is proven on every chapter's reference answers and planted wrong answers in test_notebooks.py."""
 
@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 
 import nbformat
-import needs
 import pytest
 from conftest import CHAPTERS, ROOT, solution_notebook
+
+from autograder.core import needs
 
 SETUP = needs.Cell("import torch\nfrom dlcourse import checks\ndevice = torch.device('cpu')", runs=True, setup=True)
 

@@ -99,9 +99,10 @@ def _in_session(session, exercise: str, wrong: str, reference: str, *roles: str)
 
 
 def _grading_leaves_out(chapter: str, exercise: str, wrong: str) -> set[int]:
-    """The cells grading leaves out of a submission with this one wrong answer (autograder/needs.py)."""
+    """The cells grading leaves out of a submission with this one wrong answer (autograder/core/needs.py)."""
     import nbformat
-    import needs
+
+    from autograder.core import needs
 
     nb = nbformat.read(solution_notebook(chapter), as_version=4)
     for cell in nb.cells:

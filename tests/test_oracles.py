@@ -1,6 +1,6 @@
 """No exercise earns points by calling the library it is checked against.
 
-Every exercise declares its oracle in autograder/oracles.toml; the grader reads each answer's source and
+Every exercise declares its oracle in autograder/core/oracles.toml; the grader reads each answer's source and
 flags the exercise when the answer, or the student's code it depends on, names that oracle — however it was
 captured. These tests need no kernel: the check is static, and :func:`grade.plan` is what the grader runs.
 """
@@ -11,12 +11,15 @@ import re
 import textwrap
 from pathlib import Path
 
-import grade  # autograder/ is on sys.path (see conftest), like tests/
-import oracles
 import pytest
 from conftest import CHAPTERS, ROOT
-from flags import escape_hatches
 from kernel import reference_answers, released_notebook
+
+from autograder.core import (
+    grade,  # the repository is on sys.path (see conftest)
+    oracles,
+)
+from autograder.core.flags import escape_hatches
 
 DECLARED = oracles.load() if oracles.DECLARATIONS.exists() else {}
 
@@ -39,7 +42,7 @@ def flags_of(chapter: str, answers: dict[str, str], added: list[str] = ()) -> di
 def test_every_exercise_declares_its_oracle_and_nothing_else_is_declared():
     """What ``make check`` runs: an exercise without a declaration, one of no exercise, or one without its
     oracle and reason is a problem (an exercise no library computes in one call may refuse nothing)."""
-    import pipeline
+    from autograder.bookkeeping import pipeline
 
     assert pipeline.oracle_problems() == []
 
@@ -163,8 +166,8 @@ def test_a_malformed_operator_list_is_a_clear_error(tmp_path):
 
 def test_the_instructors_guide_says_what_each_answer_may_not_use():
     guide = (ROOT / "docs" / "guides" / "instructors.md").read_text()
-    assert oracles.markdown() in guide, ("the Instructors' guide's table is out of date: python autograder/oracles.py "
-                                         "prints it")
+    assert oracles.markdown() in guide, ("the Instructors' guide's table is out of date: "
+                                         "python autograder/core/oracles.py prints it")
 
 
 # --------------------------------------------------------------------------------- the static check

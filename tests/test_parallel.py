@@ -1,4 +1,4 @@
-"""Grading many submissions (autograder/parallel.py): failures stay with their submission, workers that die
+"""Grading many submissions (autograder/core/parallel.py): failures stay with their submission, workers that die
 are replaced, and a Dask cluster grades exactly as this machine does."""
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ import sys
 from concurrent.futures.process import BrokenProcessPool
 
 import nbformat
-import parallel  # noqa: E402  (autograder/ is on sys.path, see conftest)
 import pytest
+from conftest import ROOT
 from test_pipeline import CHAPTER, _env, _run
+
+from autograder.core import parallel  # noqa: E402  (the repository is on sys.path, see conftest)
 
 
 def _payload(student, **extra):
@@ -135,10 +137,10 @@ def test_dask_grades_as_this_machine_does(small_class, tmp_path):
 def test_the_gradebook_records_a_chapter_again_only_when_it_changed(small_class):
     """Each make autograde recorded all chapters (about 25 s); now only those whose notebooks changed (of the
     chapters it grades: here chapter 00, which the class above was graded on)."""
-    code = f"import pipeline; print(pipeline.sync_gradebook([{CHAPTER!r}]))"
+    code = f"from autograder.bookkeeping import pipeline; print(pipeline.sync_gradebook([{CHAPTER!r}]))"
 
     def sync():
-        done = subprocess.run([sys.executable, "-c", code], env=_env(small_class), cwd=parallel.HERE,
+        done = subprocess.run([sys.executable, "-c", code], env=_env(small_class), cwd=ROOT,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()

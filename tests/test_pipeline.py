@@ -17,13 +17,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import CHAPTERS, ROOT, solution_notebook
+from conftest import CHAPTERS, PIPELINE, ROOT, solution_notebook
 from kernel import reference_answers as answers_from_solution
 from kernel import released_notebook as submission
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("pipeline")]
 
-import pipeline  # noqa: E402  (autograder/ is on sys.path, see conftest)
+from autograder.bookkeeping import pipeline  # noqa: E402  (the repository is on sys.path, see conftest)
 
 CHAPTER = "00_welcome"
 STUDENTS = ("full_marks", "blank", "all_wrong", "noisy", "edited_tests", "tamperer", "swallows_interrupt",
@@ -85,7 +85,7 @@ def _env(root: Path, **env_extra: str) -> dict[str, str]:
 
 
 def _run(root: Path, *args: str, timeout: float = 900, **env_extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "autograder" / "pipeline.py"), *args],
+    return subprocess.run([sys.executable, str(PIPELINE), *args],
                           env=_env(root, **env_extra), capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
@@ -280,7 +280,7 @@ def _outputs(root: Path, student: str) -> list[tuple[str, str]]:
 
 
 def test_grading_leaves_out_the_demos_nothing_graded_needs(graded):
-    import grade
+    from autograder.core import grade
 
     root, _, scores = graded
     data = json.loads((root / "results" / f"full_marks__{CHAPTER}.json").read_text())
@@ -291,7 +291,7 @@ def test_grading_leaves_out_the_demos_nothing_graded_needs(graded):
 
 
 def test_an_answer_that_reads_a_demo_gets_the_demo_run(graded):
-    import grade
+    from autograder.core import grade
 
     root, _, scores = graded
     got = scores["reads_a_demo", CHAPTER]

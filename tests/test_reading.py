@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-import pipeline  # noqa: E402  (autograder/ is on sys.path, see conftest)
 from conftest import CHAPTERS, solution_notebook
+
+from autograder.bookkeeping import pipeline  # noqa: E402  (the repository is on sys.path, see conftest)
 
 
 def _notebook(reading: str) -> nbformat.NotebookNode:

@@ -17,15 +17,14 @@ from conftest import ROOT
 pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("render")]
 
 CHAPTER = "00_welcome"
-import offline  # noqa: E402  (autograder/ is on sys.path, see conftest)
-import render  # noqa: E402
+from autograder.bookkeeping import offline, render  # noqa: E402  (the repository is on sys.path, see conftest)
 
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     out = tmp_path_factory.mktemp("html")
-    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "render.py"), "--chapter", CHAPTER, "--fast",
-                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "bookkeeping" / "render.py"), "--chapter",
+                           CHAPTER, "--fast", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     return out
 

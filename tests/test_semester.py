@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import PIPELINE, ROOT
 from kernel import reference_answers
 from kernel import released_notebook as submission
 
@@ -38,7 +38,7 @@ def _env(root: Path, **extra: str) -> dict[str, str]:
 
 
 def _run(root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "autograder" / "pipeline.py"), *args], env=_env(root, **extra),
+    return subprocess.run([sys.executable, str(PIPELINE), *args], env=_env(root, **extra),
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
 
 
@@ -154,10 +154,11 @@ def test_changed_tests_grade_again_but_send_no_manual_grade_back(semester, tmp_p
     """A change on the course's side (here an oracle declaration; a fixed hidden test is the same) grades
     every submission again, but the files handed in did not change: no manual grade goes back to review."""
     root = semester
-    import oracles
+    from autograder.core import oracles
 
     changed = tmp_path / "oracles.toml"
-    changed.write_text((ROOT / "autograder" / "oracles.toml").read_text().replace('why = "', 'why = "(clarified) ', 1))
+    declared = (ROOT / "autograder" / "core" / "oracles.toml").read_text()
+    changed.write_text(declared.replace('why = "', 'why = "(clarified) ', 1))
     assert oracles.chapter_text(CHAPTER, changed) != oracles.chapter_text(CHAPTER)
     result = _run(root, "autograde", "--chapter", CHAPTER, DLCOURSE_ORACLES=str(changed))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -286,7 +287,7 @@ def _tree(folder: Path) -> dict[str, str]:
 
 
 def test_a_failing_release_leaves_course_unchanged(tmp_path, monkeypatch):
-    import pipeline
+    from autograder.bookkeeping import pipeline
 
     before = _tree(ROOT / "course")
     # a real nbgrader failure (a gradebook that cannot be opened): nbgrader empties the release folder first
@@ -314,7 +315,7 @@ def test_a_failing_release_leaves_course_unchanged(tmp_path, monkeypatch):
 
 
 def test_release_needs_no_grading_folder_and_makes_missing_folders(tmp_path, monkeypatch):
-    import pipeline
+    from autograder.bookkeeping import pipeline
 
     monkeypatch.setenv("DLCOURSE_GRADING_DIR", str(tmp_path / "not" / "there"))
     monkeypatch.delenv("DLCOURSE_GRADEBOOK", raising=False)
@@ -384,8 +385,9 @@ def test_make_formgrader_uses_the_course_gradebook_and_leaves_no_stray_one(tmp_p
 def test_review_list_shows_each_item_open_then_resolved(tmp_path, monkeypatch):
     """A gradebook and results written by hand: a flagged exercise, a repaired file and a submission that
     could not be graded, before and after a person graded the first by hand."""
-    import export
     from nbgrader.api import Gradebook
+
+    from autograder.bookkeeping import export
 
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"

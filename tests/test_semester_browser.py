@@ -35,7 +35,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser import chromium, unavailable, wait_for_server
-from conftest import ROOT
+from conftest import PIPELINE, ROOT
 from kernel import reference_answers
 from kernel import released_notebook as submission
 
@@ -87,7 +87,7 @@ def _env(root: Path, **extra: str) -> dict[str, str]:
 
 
 def _run(root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, str(ROOT / "autograder" / "pipeline.py"), *args], env=_env(root, **extra),
+    done = subprocess.run([sys.executable, str(PIPELINE), *args], env=_env(root, **extra),
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, f"pipeline.py {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
     return done

@@ -15,7 +15,7 @@ def test_no_process_pays_for_the_iri_format_checker():
     command and Jupyter server that imports nbformat); setup removes it, and nbformat still validates."""
     assert importlib.util.find_spec("rfc3987_syntax") is None, (
         "rfc3987-syntax is installed: run `make setup` again (it removes it after installing requirements.txt)")
-    for script in (ROOT / "Makefile", ROOT / "autograder" / "templates" / "gradescope" / "setup.sh"):
+    for script in (ROOT / "Makefile", ROOT / "autograder" / "platforms" / "templates" / "gradescope" / "setup.sh"):
         assert "uninstall --quiet --yes rfc3987-syntax" in script.read_text(), script
     code = ("import nbformat, sys; nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')]); "
             "nbformat.validate(nb); print('rfc3987_syntax' in sys.modules)")
@@ -24,8 +24,8 @@ def test_no_process_pays_for_the_iri_format_checker():
 
 
 def test_jupytexts_jupyterlab_parts_stay_off():
-    """jupytext is installed for autograder/nbtext.py only: JupyterLab (the lab, lectures, formgrader, the browser
-    tests) loads neither its server extension nor its front-end."""
+    """jupytext is installed for autograder/bookkeeping/nbtext.py only: JupyterLab (the lab, lectures, formgrader,
+    the browser tests) loads neither its server extension nor its front-end."""
     jupyter = Path(sys.executable).parent / "jupyter"
     server = subprocess.run([str(jupyter), "server", "extension", "list"], capture_output=True, text=True,
                             timeout=120)

@@ -1,4 +1,4 @@
-"""The similarity report (``autograder/similarity.py``): planted copies rank above every honest pair.
+"""The similarity report (``autograder/bookkeeping/similarity.py``): planted copies rank above every honest pair.
 
 The class: 25 honest students' answers to chapter 10, written independently and each passing the visible tests
 (``tests/data/similarity/``), and five planted copies — one with its variables renamed, one with independent
@@ -17,10 +17,13 @@ import re
 
 import nbformat
 import pytest
-import pipeline  # autograder/ is on sys.path (see conftest)
-import similarity
 from conftest import ROOT
 from kernel import released_notebook
+
+from autograder.bookkeeping import (
+    pipeline,  # the repository is on sys.path (see conftest)
+    similarity,
+)
 
 CHAPTER = "10_optimizers_schedulers"
 DATA = ROOT / "tests" / "data" / "similarity" / CHAPTER

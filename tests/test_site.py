@@ -24,7 +24,7 @@ def _violations(page, axe_js) -> list[str]:
 
 
 def test_the_front_page_is_made_from_the_chapters():
-    import website
+    from autograder.bookkeeping import website
 
     names = website.chapters()
     assert len(names) == 12 and names[0] == "00_welcome"
@@ -37,7 +37,7 @@ def test_the_front_page_is_made_from_the_chapters():
 
 
 def test_a_guide_s_link_to_a_chapter_becomes_a_link_to_its_page(tmp_path):
-    import website
+    from autograder.bookkeeping import website
 
     executed = tmp_path / "html" / "students"
     executed.mkdir(parents=True)
@@ -60,9 +60,7 @@ def test_the_site_works_from_disk_offline(tmp_path):
     reason = unavailable()
     if reason:
         pytest.skip(reason)
-    import offline
-    import render
-    import website
+    from autograder.bookkeeping import offline, render, website
 
     if not offline.present() or not (offline.STORE / offline.AXE_JS).is_file():
         pytest.skip(f"the offline scripts are not in {offline.STORE}: `make setup` fetches them with npm")

@@ -21,14 +21,14 @@ import time
 import zipfile
 from pathlib import Path
 
-import hub  # autograder/ is on sys.path (see conftest)
 import nbformat
-import pipeline
 import pytest
 from conftest import ROOT
 from kernel import reference_answers, released_notebook
 from test_portable import _path, student_modules
 
+from autograder.bookkeeping import pipeline
+from autograder.platforms import hub  # the repository is on sys.path (see conftest)
 from dlcourse import student
 
 # the import name of a third-party package → the distribution that provides it (where the two differ)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import PIPELINE, ROOT
 from kernel import reference_answers
 from kernel import released_notebook as submission
 
@@ -39,7 +39,7 @@ def _env(root: Path, **extra: str) -> dict[str, str]:
 
 
 def _run(root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "autograder" / "pipeline.py"), *args], env=_env(root, **extra),
+    return subprocess.run([sys.executable, str(PIPELINE), *args], env=_env(root, **extra),
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
 
 
@@ -141,7 +141,7 @@ def test_bad_chapters_numbers_folders_and_files_are_one_line(tmp_path):
     assert fresh.returncode == 0 and "no submissions" in fresh.stdout and not fresh.stderr.strip(), fresh.stderr
     _one_line_error(_run(tmp_path, "grades", DLCOURSE_POLICY=str(tmp_path / "polcy.toml")),
                     "no late policy", str(tmp_path / "polcy.toml"))
-    hub = subprocess.run([sys.executable, str(ROOT / "autograder" / "hub.py"), "start", "--roster",
+    hub = subprocess.run([sys.executable, str(ROOT / "autograder" / "platforms" / "hub.py"), "start", "--roster",
                           str(tmp_path / "rooster.csv")], env=_env(tmp_path), capture_output=True, text=True,
                          timeout=120, cwd=ROOT)
     _one_line_error(hub, "no roster", str(tmp_path / "rooster.csv"))

@@ -19,9 +19,9 @@ from conftest import ROOT, solution_notebook
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("trusted")]
 
-import sandbox  # noqa: E402  (autograder/ is on sys.path, see conftest)
-from flags import escape_hatches  # noqa: E402
-from trusted import GradingKernel, free_names, prelude_of  # noqa: E402
+from autograder.core import sandbox  # noqa: E402  (the repository is on sys.path, see conftest)
+from autograder.core.flags import escape_hatches  # noqa: E402
+from autograder.core.trusted import GradingKernel, free_names, prelude_of  # noqa: E402
 
 CHAPTER = "00_welcome"
 AVAILABLE, WHY = sandbox.bwrap_available()
@@ -280,10 +280,10 @@ def test_an_oracle_call_through_passes_the_runtime_guard_but_is_flagged_and_scor
     is flagged for review, naming the oracle, and scores 0, while every other exercise keeps its points."""
     if not AVAILABLE:
         pytest.skip(f"no sandbox here: {WHY}")
-    import grade
-    import oracles
     from kernel import reference_answers, released_notebook
     from test_oracles import _callthroughs
+
+    from autograder.core import grade, oracles
 
     # chapter 02's masks answered by the library's own mask builders (tests/callthroughs.py), with no escape
     # hatch: a chapter graded in a few seconds
@@ -318,7 +318,7 @@ def test_an_oracle_call_through_passes_the_runtime_guard_but_is_flagged_and_scor
 
 def _setup_names(chapter: str) -> dict[str, str]:
     """What the chapter's set-up cell binds, as the grader reads a student's cell after it."""
-    from rewiring import bindings_after
+    from autograder.core.rewiring import bindings_after
 
     return bindings_after(prelude_of(_cells(chapter)), {})
 
@@ -343,7 +343,7 @@ def test_ordinary_code_beside_the_set_up_names_is_not_flagged(what):
 
 
 def test_a_set_up_alias_is_known_only_until_the_student_rebinds_it():
-    from rewiring import bindings_after
+    from autograder.core.rewiring import bindings_after
 
     names = _setup_names("07_gan")
     assert names["gan"] == "dlcourse.gan.train"
@@ -356,8 +356,9 @@ def test_a_set_up_alias_is_known_only_until_the_student_rebinds_it():
 def test_every_reference_answer_in_its_notebook_is_unflagged():
     """Read in order, with the set-up cell's names (as the grader plans a submission), no reference answer of any
     chapter uses an escape hatch."""
-    import grade
     from kernel import reference_answers, released_notebook
+
+    from autograder.core import grade
 
     for chapter in sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()):
         release = nbformat.read(ROOT / "course" / chapter / f"{chapter}.ipynb", as_version=4)
@@ -380,9 +381,9 @@ def test_each_attack_scores_zero_on_its_exercise_only(family, tmp_path, monkeypa
     import dataclasses
 
     import attacks
-    import grade
-    import oracles
     from kernel import reference_answers, released_notebook
+
+    from autograder.core import grade, oracles
 
     chapter, declared, changes = attacks.GRADED[family]
     answers = reference_answers(chapter)

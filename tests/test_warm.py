@@ -1,4 +1,4 @@
-"""Kernels started ahead of time (autograder/warm.py): they have loaded the set-up cell's modules and nothing
+"""Kernels started ahead of time (autograder/core/warm.py): they have loaded the set-up cell's modules and nothing
 else, each serves one submission, and a spare made for another chapter is not used."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-import sandbox
-import warm
+
+from autograder.core import sandbox, warm
 
 pytestmark = pytest.mark.notebook
 
@@ -83,7 +83,7 @@ def test_no_spare_is_started_when_nothing_comes_next(kernels):
 
 
 def test_each_payload_is_told_what_its_worker_grades_next():
-    import parallel
+    from autograder.core import parallel
 
     def payload(chapter: str) -> dict:
         cell = {"cell_type": "code", "source": f"import {chapter}", "metadata": {"nbgrader": {"grade_id": "setup"}}}

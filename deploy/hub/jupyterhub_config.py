@@ -1,4 +1,4 @@
-"""JupyterHub for the course on one machine (`make hub`; autograder/hub.py starts it with this file).
+"""JupyterHub for the course on one machine (`make hub`; autograder/platforms/hub.py starts it with this file).
 
 Everything the hub needs comes from environment variables that hub.py sets:
 

@@ -4,7 +4,7 @@ grader makes before and after every test.
 A hidden test may call into the student's kernel through course helpers (a factory that builds the networks and
 optimizer a training step updates, a sampler a statistical test draws from). Replacing one of them in the kernel
 (``gan.toy_gan = my_factory``) would make the test check the student's answer with the student's own helper.
-The grader reads every answer's source for such assignments (``autograder/rewiring.py``); this module is the
+The grader reads every answer's source for such assignments (``autograder/core/rewiring.py``); this module is the
 second layer, for a replacement the source does not show (a helper passed to a function that patches it).
 
 :func:`baseline` records, right after the release's set-up cell and before any cell of the student's runs, every

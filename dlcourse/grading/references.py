@@ -1,4 +1,4 @@
-"""Reference implementations the hidden tests compare with, kept in ``autograder/references/``.
+"""Reference implementations the hidden tests compare with, kept in ``autograder/core/references/``.
 
 They live beside the grader, not in the course package, so the student bundle never contains them. A
 hidden test loads one by name; it runs in the grader, or in the instructor's kernel when a solution
@@ -13,11 +13,11 @@ from types import ModuleType
 
 from dlcourse.assets import REPO_ROOT
 
-REFERENCES = REPO_ROOT / "autograder" / "references"
+REFERENCES = REPO_ROOT / "autograder" / "core" / "references"
 
 
 def load(name: str) -> ModuleType:
-    """The module ``autograder/references/<name>.py`` (loaded once per process)."""
+    """The module ``autograder/core/references/<name>.py`` (loaded once per process)."""
     key = f"dlcourse_reference_{name}"
     if key in sys.modules:
         return sys.modules[key]

@@ -3,7 +3,7 @@ loaded once, and each submission's kernel is a fork of it, isolated again before
 
 Starting a kernel the usual way costs a new interpreter and ``import torch`` (2-3 s of CPU on a laptop core,
 most of a small chapter's grading). This process (the *zygote*) is started by the grader
-(``autograder/forkserver.py``) in the same bubblewrap sandbox a kernel gets, loads the modules every kernel
+(``autograder/core/forkserver.py``) in the same bubblewrap sandbox a kernel gets, loads the modules every kernel
 loads, runs nothing of any student's, and then only forks. A fork (one per kernel, never reused) is put in
 new user, mount, PID, network and IPC namespaces before it starts the kernel:
 
@@ -43,7 +43,7 @@ CLONE_NEWNET, CLONE_NEWIPC = 0x40000000, 0x08000000
 MS_NOSUID, MS_NODEV, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 2, 4, 4096, 8192, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
-STAGE = "/run/grading"  # an empty folder the sandbox provides (autograder/forkserver.py): a fork's staging area
+STAGE = "/run/grading"  # an empty folder the sandbox provides (autograder/core/forkserver.py): a fork's staging area
 # Loaded before any fork: what every kernel loads, and nothing that behaves differently when it is imported
 # outside a running kernel (ipywidgets and matplotlib's pyplot look for the kernel when they are imported).
 # matplotlib itself and its Figure are the slow part of pyplot (its font list is built in a fresh home); the

@@ -4,7 +4,7 @@ MUTANTS maps an exercise (answer cell ``<exercise>_answer``, hidden tests ``<exe
 (what is wrong, the wrong answer cell's source). Cells with several functions redefine all of them. An answer
 that calls the library its exercise is checked against without a runtime guard catching it (NT-Xent through
 pytorch-metric-learning, k-NN through scikit-learn) is the static check's to flag: tests/callthroughs.py and
-autograder/oracles.toml.
+autograder/core/oracles.toml.
 VISIBLE names the wrong answers that the exercise's visible test catches too.
 """
 
