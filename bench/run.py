@@ -17,8 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import nbformat
-
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results"
 RUN_LOG = "DLCOURSE_RUN_LOG"  # dlcourse.training.RUN_LOG: where training runs record themselves
@@ -249,14 +247,12 @@ def pattern_designer_ms(repeats: int = 20, n: int = 128) -> dict[str, float]:
 
 
 def solution_answers(chapter: str, grade_ids: tuple[str, ...], **names: object) -> dict[str, object]:
-    """What the solution notebook's answer cells ``grade_ids`` define, run in order after the notebooks' usual
-    imports (math, torch, nn, F) and ``names``."""
-    namespace: dict[str, object] = dict(names)
-    exec("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F", namespace)
-    for cell in nbformat.read(ROOT / "solutions" / chapter / f"{chapter}.ipynb", as_version=4).cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") in grade_ids:
-            exec(cell.source, namespace)
-    return namespace
+    """What the solution notebook's answer cells ``grade_ids`` define (``tests/kernel.py``'s
+    :func:`solution_namespace`, which the model comparisons in bench/compare/ use too)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kernel import solution_namespace
+
+    return solution_namespace(chapter, grade_ids, **names)
 
 
 def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:

@@ -31,6 +31,18 @@ def reference_answers(chapter: str) -> dict[str, str]:
     return out
 
 
+def solution_namespace(chapter: str, grade_ids: tuple[str, ...], **names: object) -> dict[str, object]:
+    """What the solution's answer cells ``grade_ids`` define (:func:`reference_answers`), run in that order after
+    the notebooks' usual imports (math, torch, nn, F) and ``names``: the chapter's own classes and functions for
+    the benchmarks."""
+    namespace: dict[str, object] = dict(names)
+    exec("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F", namespace)
+    answers = reference_answers(chapter)
+    for gid in grade_ids:
+        exec(compile(answers[gid], f"{chapter}:{gid}", "exec"), namespace)
+    return namespace
+
+
 def released_notebook(chapter: str, answers: dict[str, str] | None = None, edit=None) -> nbformat.NotebookNode:
     """The released notebook with some answer cells replaced (``answers``) and an optional ``edit(nb)``."""
     (release,) = sorted((ROOT / "course" / chapter).glob("*.ipynb"))

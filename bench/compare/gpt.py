@@ -61,7 +61,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "bench" / "results" / "compare-gpt"
 SUMMARY = ROOT / "bench" / "results" / "compare-gpt.json"
 CHAPTER = "04_gpt_decoding"
-sys.path.insert(0, str(ROOT / "tests"))  # kernel.reference_answers: a solution notebook's answer cells
+sys.path.insert(0, str(ROOT / "tests"))  # kernel.solution_namespace: a solution notebook's answer cells
 SIZE = dict(n_positions=64, n_embd=128, n_layer=4, n_head=4)
 
 
@@ -70,14 +70,11 @@ SIZE = dict(n_positions=64, n_embd=128, n_layer=4, n_head=4)
 @functools.cache
 def course_classes() -> dict:
     """The chapter's ``GPT`` and ``lm_loss``, executed from the solution notebook's answer cells."""
-    from kernel import reference_answers
+    from kernel import solution_namespace
 
     from dlcourse.gpt import lm
 
-    namespace = {"math": math, "torch": torch, "nn": nn, "F": F, "lm": lm}
-    answers = reference_answers(CHAPTER)
-    for grade_id in ("attention_answer", "gpt_answer", "loss_answer"):
-        exec(compile(answers[grade_id], f"{CHAPTER}:{grade_id}", "exec"), namespace)
+    namespace = solution_namespace(CHAPTER, ("attention_answer", "gpt_answer", "loss_answer"), lm=lm)
     missing = [name for name in ("GPT", "lm_loss") if name not in namespace]
     if missing:
         raise RuntimeError(f"solutions/{CHAPTER} no longer defines {missing} in its answer cells")
