@@ -244,6 +244,15 @@ def test_the_zip_has_gradescopes_layout_and_setup_runs_here(trees):
             info = os.stat(source / grader_only)
             assert (stat.S_IMODE(info.st_mode), info.st_uid) == (0o700, 0), grader_only
         assert os.stat(source / "dlcourse" / "__init__.py").st_mode & 0o004
+        # the sandbox chosen by itself: this interpreter's course package is the repository's, not the tree's, and
+        # bubblewrap would show the kernel the tree's only — so not bubblewrap (whose kernel could not import it)
+        auto = {k: v for k, v in tree.env.items() if k != "DLCOURSE_GRADESCOPE_SANDBOX"}
+        said = subprocess.run([sys.executable, str(source / "autograder" / "platforms" / "gradescope.py"), "check",
+                               "--root", str(tree.root)], env=auto, capture_output=True, text=True, timeout=300)
+        assert said.returncode == 0, said.stdout + said.stderr
+        assert "bubblewrap namespaces" not in said.stdout, said.stdout
+        if sandbox.bwrap_available()[0]:
+            assert f"installed from {ROOT / 'dlcourse'}" in said.stdout, said.stdout
 
 
 @pytest.mark.parametrize("chapter", list(CHAPTERS))

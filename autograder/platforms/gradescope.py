@@ -219,10 +219,15 @@ def lock_down(root: Path, source: Path = SOURCE) -> list[str]:
 
 
 def _package_folder() -> Path:
-    """Where the interpreter imports the course package from (setup.sh installs this folder's, editable)."""
-    import dlcourse
-
-    return Path(dlcourse.__file__).resolve().parent
+    """Where a kernel of this interpreter imports the course package from (setup.sh installs this folder's,
+    editable). Asked of a fresh interpreter outside this folder: this process has the folder on ``sys.path``
+    (for the ``autograder`` package), which would always answer "here"."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", "import dlcourse; print(dlcourse.__file__)"], cwd="/", env=env,
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode:
+        raise RuntimeError(f"the course package cannot be imported by {sys.executable}: {done.stderr.strip()[-300:]}")
+    return Path(done.stdout.strip()).resolve().parent
 
 
 def choose_sandbox() -> tuple[Any, str, str]:
