@@ -9,8 +9,15 @@
     the notebooks run for the HTML pages, the website and lecture copies.
 ``core/``
     The trusted grader: everything a submission passes through, from the sandbox and its kernels to the
-    static checks and the hidden tests' oracles. A change here is a change to grading: re-run the hidden
-    corpus of adversarial submissions before it lands.
+    static checks and the hidden tests' oracles (with its half inside the kernel, ``dlcourse/grading/``). A
+    change here is a change to grading: ``core/__init__.py`` says what must pass before it lands.
+
+Outside ``core/``, a few places also keep grading honest; change them with the same care:
+``bookkeeping/course_preprocessors.py`` (the release marks which cells grading may skip, by ``core.needs``;
+the feedback keeps the grader's results only, and nbgrader's ``ClearHiddenTests`` set in
+``platforms/nbgrader_config.py`` removes the hidden tests), ``bookkeeping/pipeline.py`` (what reaches the
+gradebook), ``platforms/hub.py`` (``lock``: the repository closed to students) and ``platforms/gradescope.py``
+(``lock_down`` and ``choose_sandbox``: the grader's files closed to the kernel, and which sandbox it gets).
 
 Arrows run downward only — platforms → bookkeeping → core — and ``tests/test_rooms.py`` fails on any other.
 At this folder's top are the files an instructor edits or nbgrader looks for: ``nbgrader_config.py`` (nbgrader

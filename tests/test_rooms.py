@@ -82,6 +82,21 @@ def test_every_file_is_in_a_room_and_every_room_says_what_it_may_import():
     assert "tests/test_rooms.py" in (AUTOGRADER / "__init__.py").read_text()
 
 
+def test_the_files_the_rooms_name_exist():
+    """The rooms' own descriptions name files and folders (what else keeps grading honest, the suites to run):
+    each is there, under autograder/ or the repository."""
+    import re
+
+    made_by_a_term = {"submitted/", "autograded/", "feedback/"}  # the grading folders, made when a term needs them
+    missing, seen = [], 0
+    for room in ("", *RANK):
+        named = set(re.findall(r"``([\w./]+/[\w./]*|[\w/]+\.py)``", (AUTOGRADER / room / "__init__.py").read_text()))
+        seen += len(named - made_by_a_term)
+        missing += [f"{room or 'autograder'}: {n}" for n in sorted(named - made_by_a_term)
+                    if not any((where / n).exists() for where in (AUTOGRADER / room, AUTOGRADER, ROOT))]
+    assert seen > 10 and not missing, missing
+
+
 def test_the_students_package_never_imports_the_grading_side():
     wrong = [f"{p.relative_to(ROOT)}:{line}: {name}" for p in sorted((ROOT / "dlcourse").rglob("*.py"))
              for line, name in imported(p.read_text(), p) if name.split(".")[0] == "autograder"]

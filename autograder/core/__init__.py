@@ -11,5 +11,12 @@ some hidden tests compare with.
 
 May import: the standard library, installed packages, ``dlcourse``, and modules of this room. Never
 ``autograder.bookkeeping`` or ``autograder.platforms``: the grader must not depend on how a class is run.
-A change here changes grading: re-run the hidden corpus of adversarial submissions before it lands.
+
+A change here changes grading, and so does one to the grader's half inside the kernel, ``dlcourse/grading/``
+(the agent that answers the grader, the guards and integrity checks, the fork server's zygote). Before it
+lands: the suites that hold the grader — ``tests/test_trusted.py`` with every route in ``tests/attacks.py``,
+``test_guard``, ``test_oracles``, ``test_needs``, ``test_forkserver``, ``test_warm``, ``test_parallel``, the
+planted wrong answers (``tests/mutants/``, ``test_notebooks``) and the students' typical mistakes
+(``tests/mistakes/``, ``test_mistakes``) — and, before it grades a class, the hidden corpus of adversarial
+submissions, which is kept outside the repository so that the grader is never tuned to it.
 """
