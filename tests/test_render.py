@@ -121,3 +121,9 @@ def test_a_cell_that_hangs_is_named_and_the_other_chapters_are_written(tmp_path,
         render.render(["a_hangs", "b_fine"], tmp_path / "out", fast=True, cdn=True, cell_timeout=3)
     assert (tmp_path / "out" / "students" / "b_fine.html").is_file()
     assert not (tmp_path / "out" / "students" / "a_hangs.html").exists()
+
+
+def test_a_chapter_make_html_does_not_know_is_one_line(capsys):
+    assert render.main(["--chapter", "00_welcom", "--out", "/nonexistent"]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("no chapter '00_welcom'") and "00_welcome" in said and "Traceback" not in said

@@ -137,10 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cdn", action="store_true", help="pages that load their scripts from public CDNs")
     parser.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT, help="seconds a cell may run")
     args = parser.parse_args(argv)
-    chapters = sorted(p.name for p in SOLUTIONS.iterdir()
-                      if p.is_dir() and (not args.chapter or p.name == args.chapter))
-    if not chapters:
-        print(f"no chapter {args.chapter!r} under solutions/", file=sys.stderr)
+    from autograder.bookkeeping import pipeline
+
+    try:
+        chapters = pipeline.chapters(args.chapter)  # all, or the one named, which must exist
+    except pipeline.PipelineError as err:
+        print(err, file=sys.stderr)
         return 2
     try:
         render(chapters, args.out, args.fast, cdn=args.cdn, cell_timeout=args.cell_timeout)
