@@ -636,6 +636,24 @@ def lab_in_browser(root: Path, env: dict[str, str] | None = None) -> Iterator[tu
             browser.close()
 
 
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]  # axe-core's rules of WCAG 2.0/2.1, levels A and AA
+
+
+def axe_on(page, axe_js: Path, tags: list[str] = WCAG_TAGS) -> list[dict]:
+    """axe-core's violations on the page as it is now (rules with ``tags``): each one's id, impact, help, how many
+    elements and the first one's HTML."""
+    page.add_script_tag(path=str(axe_js))
+    return page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})"
+                         ".then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, "
+                         "nodes: v.nodes.length, first: v.nodes[0].html})))", tags)
+
+
+def serious(found: list[dict]) -> list[str]:
+    """The serious and critical ones among :func:`axe_on`'s violations, a line each."""
+    return [f"{v['id']}: {v['help']} ({v['nodes']}; first: {v['first'][:200]})" for v in found
+            if v["impact"] in ("serious", "critical")]
+
+
 def launch(playwright):
     """Headless Chromium from the system (never downloaded)."""
     return playwright.chromium.launch(executable_path=chromium(), headless=True,

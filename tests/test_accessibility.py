@@ -12,7 +12,7 @@ MathML for screen readers.
 from __future__ import annotations
 
 import pytest
-from browser import chromium, unavailable
+from browser import axe_on, chromium, serious, unavailable
 from conftest import CHAPTERS, ROOT
 from test_analytics import _class
 from test_similarity import report  # noqa: F401 — the planted class's similarity report (a fixture)
@@ -23,7 +23,6 @@ from autograder.bookkeeping import (
 )
 
 pytestmark = [pytest.mark.notebook, pytest.mark.xdist_group("accessibility")]
-TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 
 
 # a chapter's page is ready once every saved widget is drawn and MathJax has typeset the maths
@@ -57,10 +56,7 @@ def axe(path, seen: dict | None = None) -> list[dict]:
             page.wait_for_timeout(300)  # the slider handles are named as they are drawn
             if seen is not None:
                 seen.update(page.evaluate(SEEN_JS))
-            page.add_script_tag(path=str(script))
-            found = page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})"
-                                  ".then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, "
-                                  "nodes: v.nodes.length, first: v.nodes[0].html})))", TAGS)
+            found = axe_on(page, script)
         finally:
             browser.close()
     for v in found:
@@ -68,20 +64,15 @@ def axe(path, seen: dict | None = None) -> list[dict]:
     return found
 
 
-def _serious(found: list[dict]) -> list[str]:
-    return [f"{v['id']}: {v['help']} ({v['nodes']}; first: {v['first'][:200]})" for v in found
-            if v["impact"] in ("serious", "critical")]
-
-
 def test_the_similarity_report_has_no_serious_violation(report):  # noqa: F811
     _, root, _ = report
-    assert not _serious(axe(root / "similarity.html"))
+    assert not serious(axe(root / "similarity.html"))
 
 
 def test_the_class_analytics_page_has_no_serious_violation(tmp_path):
     table, results, rules = _class(tmp_path)
     (page,) = analytics.write_pages(table, ["ch"], results, tmp_path / "analytics", rules)
-    assert not _serious(axe(page))
+    assert not serious(axe(page))
 
 
 def test_the_engine_finds_what_it_should(tmp_path):
@@ -118,7 +109,7 @@ def test_every_chapters_page_has_no_serious_violation_and_every_figure_a_text_al
     for who in ("students", "instructor"):
         seen: dict = {}
         page = tmp_path / who / f"{chapter}.html"
-        problems += [f"{who}: {v}" for v in _serious(axe(page, seen))]
+        problems += [f"{who}: {v}" for v in serious(axe(page, seen))]
         without = [a for a in seen["alts"] if not (a or "").strip() or a == PLACEHOLDER]
         if without:
             problems.append(f"{who}: {len(without)} of {len(seen['alts'])} images without a text alternative")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser import NotebookPage, in_a_page, lab_in_browser, unavailable
+from browser import WCAG_TAGS, NotebookPage, in_a_page, lab_in_browser, unavailable
 from conftest import CHAPTERS, ROOT
 from jupyter_core.paths import jupyter_runtime_dir
 from test_lecture import lecture_copy_to_run, lecture_run_problems
@@ -45,7 +45,6 @@ VIEWS = {"00_welcome": 1, "01_seq2seq_attention": 1, "02_transformer_blocks": 1,
          "04_gpt_decoding": 2, "05_t5": 3, "06_vit": 3, "07_gan": 3, "08_vae": 3, "09_sparse_attention": 1,
          "10_optimizers_schedulers": 2, "11_self_supervised": 1}
 
-AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 # Serious or critical violations that are not the course's to fix, by rule, with the reason (reviewed).
 JUPYTERLAB_KNOWN = {
     "aria-allowed-attr": "JupyterLab 4.6's toolbar buttons (jp-button) carry aria-pressed, which their role does "
@@ -121,7 +120,7 @@ def test_chapter_runs_in_the_browser_and_every_widget_responds(lab_browser, chap
                 problems.append(f"{where}: the widget showed an error: {c.output_text[-400:]}")
         assert not problems, f"{chapter}:\n" + "\n".join(problems)
         keyboard = [page.by_keyboard(i) for i in range(len(views))]
-        found = page.accessibility(offline.STORE / offline.AXE_JS, AXE_TAGS)
+        found = page.accessibility(offline.STORE / offline.AXE_JS, WCAG_TAGS)
         (folder / "accessibility.json").write_text(json.dumps(
             {"keyboard": [c.__dict__ for c in keyboard], "axe": found}, indent=1))
         for c in keyboard:
@@ -190,7 +189,7 @@ def _selftest_checks(page: NotebookPage) -> None:
     assert page.change(2, 0).responded  # moved back: the picture again
     frozen, live = page.by_keyboard(0, timeout_s=5), page.by_keyboard(1)
     assert not frozen.responded and live.responded and live.output_text.startswith("focus shown"), (frozen, live)
-    problems = accessibility_problems(page.accessibility(offline.STORE / offline.AXE_JS, AXE_TAGS))
+    problems = accessibility_problems(page.accessibility(offline.STORE / offline.AXE_JS, WCAG_TAGS))
     assert any("course content: critical button-name" in p for p in problems), problems
     assert any("course content: critical select-name" in p for p in problems), problems
     assert not [p for p in problems if p.startswith("JupyterLab")], problems

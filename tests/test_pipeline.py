@@ -358,14 +358,15 @@ def test_wrong_answers_lose_every_hidden_test(graded, student):
 def test_the_feedback_page_has_no_serious_accessibility_violation(graded, student):
     """axe-core (tests/test_accessibility.py) on the page a student receives: full marks, and every answer wrong
     (the failures' messages and tracebacks shown)."""
-    from test_accessibility import _serious, axe
+    from browser import serious
+    from test_accessibility import axe
 
     root, _, _ = graded
     page = root / "feedback" / student / CHAPTER / f"{CHAPTER}.html"
     if not page.is_file():
         result = _run(root, "feedback")
         assert result.returncode == 0, result.stdout + result.stderr
-    assert not _serious(axe(page))
+    assert not serious(axe(page))
 
 
 def test_feedback_hides_hidden_tests_and_grades_export(graded):

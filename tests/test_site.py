@@ -8,19 +8,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from browser import chromium, unavailable
+from browser import axe_on, chromium, serious, unavailable
 from conftest import ROOT
 
 pytestmark = [pytest.mark.notebook, pytest.mark.xdist_group("site")]
-TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-
-
-def _violations(page, axe_js) -> list[str]:
-    """axe-core's serious and critical WCAG 2.0/2.1 A and AA violations on the page as it is now."""
-    page.add_script_tag(path=str(axe_js))
-    found = page.evaluate("tags => axe.run(document, {runOnly: {type: 'tag', values: tags}}).then(r => r.violations"
-                          ".map(v => ({id: v.id, impact: v.impact, first: v.nodes[0].html.slice(0, 160)})))", TAGS)
-    return [f"{v['id']}: {v['first']}" for v in found if v["impact"] in ("serious", "critical")]
 
 
 def test_the_front_page_is_made_from_the_chapters():
@@ -86,10 +77,10 @@ def test_the_site_works_from_disk_offline(tmp_path):
             rows = page.locator("table tbody tr")
             assert rows.count() == 12, rows.count()
             assert "Chapter 02" in rows.nth(4).inner_text()  # chapter 04 builds on chapter 02
-            barriers["front page"] = _violations(page, axe_js)
+            barriers["front page"] = serious(axe_on(page, axe_js))
             # the Students' guide links to a chapter in its text; following it opens the chapter's page
             page.goto(f"file://{site}/guides/students.html")
-            barriers["Students' guide"] = _violations(page, axe_js)
+            barriers["Students' guide"] = serious(axe_on(page, axe_js))
             page.locator("article a[href$='chapters/00_welcome.html']").first.click()
             page.wait_for_url("**/chapters/00_welcome.html")
             # the temperature slider, drawn from the saved widget state, moves from the keyboard
@@ -103,7 +94,7 @@ def test_the_site_works_from_disk_offline(tmp_path):
             assert readout.inner_text() != before
             page.evaluate("window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
             assert page.locator("mjx-container").count() > 0, "the maths is not typeset"
-            barriers["chapter 00"] = _violations(page, axe_js)
+            barriers["chapter 00"] = serious(axe_on(page, axe_js))
             # search, from the search page the theme's box opens
             page.goto(f"file://{site}/search.html?q=temperature")
             page.wait_for_selector("ul.search li a", timeout=30_000)
