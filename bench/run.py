@@ -18,13 +18,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]  # kernel.solution_namespace; the `autograder` package
+from kernel import solution_namespace  # noqa: E402 - a solution notebook's answer cells, run (tests/kernel.py)
+
 OUT = ROOT / "bench" / "results"
 RUN_LOG = "DLCOURSE_RUN_LOG"  # dlcourse.training.RUN_LOG: where training runs record themselves
 
 
 def notebook_seconds(path: Path, fast: bool, run_log: Path | None = None) -> float:
     """Wall time of executing the notebook top to bottom; its training runs go to ``run_log`` when given."""
-    sys.path.insert(0, str(ROOT))
     from autograder.bookkeeping.kernels import run_notebook
 
     before = {name: os.environ.get(name) for name in ("DLCOURSE_FAST", RUN_LOG)}
@@ -63,7 +65,6 @@ def grading_seconds(chapter: str) -> dict[str, float]:
     """One reference submission graded two ways, FAST mode: hidden tests run inside the student's kernel
     (the solution notebook executed as is) against the trusted grader (sandboxed kernel, tests in the
     grader through proxies). Both include starting the kernel."""
-    sys.path.insert(0, str(ROOT))
     from autograder.core import grade, sandbox
 
     source = ROOT / "solutions" / chapter / f"{chapter}.ipynb"
@@ -246,15 +247,6 @@ def pattern_designer_ms(repeats: int = 20, n: int = 128) -> dict[str, float]:
     return {"pattern_designer redraw (n = 128), median ms": round(statistics.median(times), 1)}
 
 
-def solution_answers(chapter: str, grade_ids: tuple[str, ...], **names: object) -> dict[str, object]:
-    """What the solution notebook's answer cells ``grade_ids`` define (``tests/kernel.py``'s
-    :func:`solution_namespace`, which the model comparisons in bench/compare/ use too)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from kernel import solution_namespace
-
-    return solution_namespace(chapter, grade_ids, **names)
-
-
 def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
     """Chapter 04: one redraw of the next-token bars for the course GPT (forward pass, filters, HTML bars),
     and greedy generation with and without the key-value cache (the solution notebook's ``GPT`` with rotary
@@ -265,8 +257,8 @@ def sampling_explorer_ms(repeats: int = 20) -> dict[str, float]:
     from dlcourse.datasets import shakespeare
     from dlcourse.gpt import lm, rotary, sampling
 
-    namespace = solution_answers("04_gpt_decoding", ("attention_answer", "gpt_answer", "greedy_answer",
-                                                     "cache_answer"), lm=lm)
+    namespace = solution_namespace("04_gpt_decoding", ("attention_answer", "gpt_answer", "greedy_answer",
+                                                      "cache_answer"), lm=lm)
     torch.set_num_threads(2)
     tok = shakespeare.char_corpus().tokenizer
     metrics = data.manifest()["04_shakespeare_gpt"]["metrics"]
@@ -305,8 +297,8 @@ def t5_widgets_ms(repeats: int = 20) -> dict[str, float]:
     from dlcourse.t5 import train as t5
     from dlcourse.t5 import widgets as wt5
 
-    namespace = solution_answers("05_t5", ("noise_answer", "corrupt_answer", "shift_answer", "bucket_answer",
-                                           "masks_answer", "block_answer", "model_answer"))
+    namespace = solution_namespace("05_t5", ("noise_answer", "corrupt_answer", "shift_answer", "bucket_answer",
+                                            "masks_answer", "block_answer", "model_answer"))
     torch.set_num_threads(2)
     vocab = t5.vocab()
     size = {"vocab_size": len(vocab), **t5.DEMO_SIZE}
@@ -338,7 +330,7 @@ def sparse_attention_costs() -> dict[str, float]:
 
     from dlcourse.sparse import measure as sparse
 
-    namespace = solution_answers("09_sparse_attention", ("masks_answer", "banded_answer"))
+    namespace = solution_namespace("09_sparse_attention", ("masks_answer", "banded_answer"))
     window_mask, attention = namespace["window_mask"], namespace["sliding_window_attention"]
     w = 256
     methods = {"dense": lambda q, k, v: sparse.dense_attention(q, k, v, window_mask(q.shape[-2], w)),
